@@ -1,0 +1,45 @@
+// compile(schedule, rank) → Plan: this rank's ordered ops (DESIGN.md "Plan and executor").
+#pragma once
+#include <vector>
+
+#include "stragglar/schedule.hpp"
+
+namespace stragglar {
+
+// A run of consecutive chunks: one contiguous element range of the buffer.
+struct ChunkSpan {
+  int first = 0;
+  int count = 0;
+  bool operator==(const ChunkSpan&) const = default;
+};
+
+// One side of one transfer, seen from this rank.
+struct PeerOp {
+  int peer = 0;
+  std::vector<ChunkSpan> spans;
+  TransferOp op = TransferOp::reduce;  // what the receiver does with the data
+};
+
+// The rounds this rank takes part in, in order. With ports == 1 there is at most one send
+// and one receive per round; with kAllPorts there may be several of each.
+struct PlanRound {
+  int phase = 0;
+  int round = 0;           // index inside the phase
+  bool waits_for_straggler = true;
+  std::vector<PeerOp> sends;
+  std::vector<PeerOp> recvs;
+};
+
+struct Plan {
+  int rank = 0;
+  int nranks = 0;
+  int nchunks = 0;
+  std::vector<PlanRound> rounds;
+  // Largest number of chunks this rank receives with op == reduce in one round: the scratch
+  // it needs is this many chunks.
+  int max_reduce_chunks_per_round = 0;
+};
+
+Plan compile(const Schedule& s, int rank);
+
+}  // namespace stragglar

@@ -1,0 +1,42 @@
+// α-β simulator (DESIGN.md "Simulator"; paper §4.3 "analytical network model").
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "stragglar/cost_model.hpp"
+#include "stragglar/schedule.hpp"
+
+namespace stragglar {
+
+// Lock-step: Σ over rounds of α + β · (most bytes any rank sends or receives that round).
+double lockstep_time_s(const Schedule& s, std::size_t bytes, const CostModel& cost,
+                       bool waiting_phases_only = false);
+
+// Event-driven: every rank has an arrival time; a rank runs its rounds in order; a transfer
+// starts when both ends have arrived and finished their previous rounds.
+struct EventResult {
+  std::vector<double> finish_s;  // per rank
+  double last_finish_s = 0;
+};
+EventResult simulate_events(const Schedule& s, std::size_t bytes, const CostModel& cost,
+                            const std::vector<double>& arrival_s);
+
+// How late the straggler comes, relative to the others (who arrive at t = 0).
+struct Delay {
+  bool ideal = false;    // long enough to hide every phase that does not wait for it
+  double seconds = 0;    // used when !ideal
+};
+
+struct SimResult {
+  int rounds = 0;
+  double delay_s = 0;     // the straggler's arrival (resolved for `ideal`)
+  double time_s = 0;      // from the others' arrival to the last rank's finish
+  double exposed_s = 0;   // from the straggler's arrival to the last rank's finish
+};
+
+// Straggler-agnostic schedules (straggler == nullopt) are run with rank n-1 arriving late,
+// since they must wait for everyone. For `ideal`, the delay is the time the others need for
+// the phases that do not wait for the straggler (0 when there are none).
+SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay);
+
+}  // namespace stragglar

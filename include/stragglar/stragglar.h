@@ -1,0 +1,67 @@
+/* stragglar — C API, shaped like nccl.h / MPI (DESIGN.md "Public API").
+ * Every function returns a stragglar_result; stragglar_last_error() gives the message. */
+#ifndef STRAGGLAR_H_
+#define STRAGGLAR_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  stragglar_success = 0,
+  stragglar_invalid_usage = 1,   /* bad argument: buffers untouched */
+  stragglar_mismatch = 2,        /* ranks disagree on the call's arguments */
+  stragglar_timeout = 3,         /* a peer died or stopped */
+  stragglar_remote_error = 4,
+  stragglar_system_error = 5,    /* MPI / CUDA / NCCL error */
+  stragglar_internal_error = 6
+} stragglar_result;
+
+typedef enum {
+  stragglar_float32 = 0,
+  stragglar_float64 = 1,
+  stragglar_float16 = 2,
+  stragglar_bfloat16 = 3,
+  stragglar_int32 = 4,
+  stragglar_int64 = 5
+} stragglar_dtype;
+
+typedef enum {
+  stragglar_sum = 0,
+  stragglar_prod = 1,
+  stragglar_min = 2,
+  stragglar_max = 3,
+  stragglar_avg = 4
+} stragglar_op;
+
+typedef enum {
+  stragglar_algo_stragglar = 0,
+  stragglar_algo_ring = 1,
+  stragglar_algo_rhd = 2,
+  stragglar_algo_allpairs = 3,
+  stragglar_algo_broadcast = 4, /* the paper's code calls it "direct" */
+  stragglar_algo_native = 5     /* MPI_Allreduce / ncclAllReduce */
+} stragglar_algorithm;
+
+#define STRAGGLAR_PIPELINE_AUTO 0
+
+typedef struct {
+  stragglar_algorithm algorithm; /* default stragglar_algo_stragglar */
+  int straggler;                 /* rank expected last; -1 = n-1 */
+  int pipeline;                  /* StragglAR chunks per rank K; STRAGGLAR_PIPELINE_AUTO = model */
+} stragglar_options;
+
+/* Fills defaults: stragglar algorithm, straggler n-1, pipeline auto. */
+void stragglar_options_init(stragglar_options* opts);
+
+/* Message of the last failed call on this thread ("" if none). */
+const char* stragglar_last_error(void);
+const char* stragglar_result_string(stragglar_result r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRAGGLAR_H_ */

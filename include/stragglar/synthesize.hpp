@@ -1,0 +1,50 @@
+// Schedule synthesizers, one per algorithm (src/synth/<algo>.cpp).
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stragglar/cost_model.hpp"
+#include "stragglar/schedule.hpp"
+
+namespace stragglar {
+
+enum class Algorithm { stragglar, ring, rhd, allpairs, broadcast };
+
+// Canonical name ("stragglar", "ring", "rhd", "allpairs", "broadcast").
+const char* to_string(Algorithm a) noexcept;
+// Accepts the canonical names and "direct" (the paper's code name for broadcast).
+// Throws Error(InvalidUsage) naming the value and the accepted names.
+Algorithm parse_algorithm(std::string_view name);
+const std::vector<Algorithm>& all_algorithms();
+
+inline constexpr int kMinRanks = 2;
+inline constexpr int kMaxRanks = 4096;
+// pipeline == kPipelineAuto: choose K from the α-β model (see choose_pipeline).
+inline constexpr int kPipelineAuto = 0;
+
+struct SynthOptions {
+  // The rank singled out as straggler; nullopt = n-1. Used by stragglar and broadcast.
+  std::optional<int> straggler;
+  // StragglAR only: cut the buffer into K·(n-1) chunks (issue #5). 1 = the paper's schedule.
+  int pipeline = 1;
+  // Inputs to pipeline == kPipelineAuto.
+  std::size_t bytes = 0;
+  CostModel cost;
+};
+
+// Builds a complete AllReduce schedule for `nranks` ranks. Throws Error(InvalidUsage) for
+// n outside [kMinRanks, kMaxRanks], a straggler outside [0, n), or an n the algorithm does
+// not support, naming the value and what was expected.
+Schedule synthesize(Algorithm algo, int nranks, const SynthOptions& opts = {});
+
+// StragglAR pipelining factor K minimising the modelled exposed time for `bytes` on n ranks.
+int choose_pipeline(int nranks, std::size_t bytes, const CostModel& cost);
+
+// Lower bound on the rounds of StragglAR's `allreduce` phase in the single-port model
+// (issue #5): the straggler sends n-1 chunks, then the last needs ⌈log2 n⌉-1 doublings.
+int stragglar_round_bound(int nranks);
+
+}  // namespace stragglar
