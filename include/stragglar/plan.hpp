@@ -1,5 +1,6 @@
 // compile(schedule, rank) → Plan: this rank's ordered ops (DESIGN.md "Plan and executor").
 #pragma once
+#include <string>
 #include <vector>
 
 #include "stragglar/schedule.hpp"
@@ -18,6 +19,11 @@ struct PeerOp {
   int peer = 0;
   std::vector<ChunkSpan> spans;
   TransferOp op = TransferOp::reduce;  // what the receiver does with the data
+  // Receives only: the data lands in scratch first (every reduce, and a copy into chunks this
+  // rank also sends in the same round), then is reduced/copied into the buffer. Otherwise a
+  // copy is received in place.
+  bool staged = false;
+  bool operator==(const PeerOp&) const = default;
 };
 
 // The rounds this rank takes part in, in order. With ports == 1 there is at most one send
@@ -34,12 +40,14 @@ struct Plan {
   int rank = 0;
   int nranks = 0;
   int nchunks = 0;
+  std::vector<std::string> phase_names;  // indexed by PlanRound::phase, for messages
   std::vector<PlanRound> rounds;
-  // Largest number of chunks this rank receives with op == reduce in one round: the scratch
-  // it needs is this many chunks.
-  int max_reduce_chunks_per_round = 0;
+  // Largest number of chunks this rank receives staged (through scratch) in one round: the
+  // scratch it needs is this many chunks of ceil(count / nchunks) elements.
+  int max_staged_chunks_per_round = 0;
 };
 
+// Throws Error(InvalidUsage) for a rank outside [0, nranks). Does not verify the schedule.
 Plan compile(const Schedule& s, int rank);
 
 }  // namespace stragglar

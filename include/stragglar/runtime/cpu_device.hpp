@@ -1,0 +1,25 @@
+// CpuDevice: buffers in host memory, reductions as plain loops the compiler vectorises.
+#pragma once
+#include <cstddef>
+
+#include "stragglar/runtime/device.hpp"
+
+namespace stragglar {
+
+class CpuDevice final : public Device {
+ public:
+  // 64-byte aligned host memory; allocate(0) returns nullptr.
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* p) noexcept override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  // dst and src must not overlap. fp16/bf16: widened to float, rounded back to nearest even.
+  // Integer sum/prod wrap around (two's complement), as NCCL and MPI do in practice.
+  void reduce(void* dst, const void* src, std::size_t count, DataType t, ReduceOp op) override;
+  void finish_average(void* buf, std::size_t count, DataType t, int nranks) override;
+};
+
+// The same loops, for callers that hold host pointers (MPI user operators, tests).
+void cpu_reduce(void* dst, const void* src, std::size_t count, DataType t, ReduceOp op);
+void cpu_finish_average(void* buf, std::size_t count, DataType t, int nranks);
+
+}  // namespace stragglar

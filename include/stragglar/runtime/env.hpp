@@ -1,0 +1,28 @@
+// Configuration from the environment, read once into one object (DESIGN.md "Conventions").
+//
+//   STRAGGLAR_TIMEOUT_S       seconds a rank waits for a peer before Error(Timeout) (default 60)
+//   STRAGGLAR_DEBUG           INFO: print this config and every new plan on rank 0 (to stderr)
+//   STRAGGLAR_ALPHA_US        α of the cost model used by pipeline = auto (default CostModel{})
+//   STRAGGLAR_BANDWIDTH_GBPS  1/β in GB/s (1e9 bytes/s) of that cost model
+//   STRAGGLAR_VERIFY          0: skip verify_or_throw on schedules entering the cache (default 1)
+#pragma once
+#include <string>
+
+#include "stragglar/cost_model.hpp"
+
+namespace stragglar {
+
+struct Env {
+  double timeout_s = 60.0;
+  bool debug_info = false;
+  bool verify = true;
+  CostModel cost;
+  bool cost_from_env = false;
+
+  std::string to_string() const;  // "STRAGGLAR_TIMEOUT_S=60 STRAGGLAR_DEBUG=INFO ..."
+};
+
+// Read on first use (thread-safe); throws Error(InvalidUsage) naming a malformed variable.
+const Env& env();
+
+}  // namespace stragglar

@@ -1,0 +1,51 @@
+// MpiTransport: one round = MPI_Irecv/MPI_Isend for every message, then a polling wait.
+//
+// Runs on a private duplicate of the user's communicator (made by the caller, errors set to
+// MPI_ERRORS_RETURN) so our messages never match the user's. Never hangs on a dead or stopped
+// peer: the wait polls MPI_Testall and throws Error(Timeout) naming the peers it still waits
+// for after `timeout_s`. Messages larger than INT_MAX bytes are sent as several pieces.
+#pragma once
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "stragglar/runtime/transport.hpp"
+
+namespace stragglar {
+
+class MpiTransport final : public Transport {
+ public:
+  // `comm` is borrowed (not freed here); it must use MPI_ERRORS_RETURN.
+  MpiTransport(MPI_Comm comm, double timeout_s);
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+  void exchange(std::span<const Message> sends, std::span<const Message> recvs) override;
+
+  // Messages of one configuration carry one tag (DESIGN: a mismatched call never matches
+  // another's messages, it times out instead of mixing data).
+  void set_tag(int tag) { tag_ = tag; }
+  void set_timeout(double timeout_s) { timeout_s_ = timeout_s; }
+  MPI_Comm comm() const { return comm_; }
+
+ private:
+  struct Pending {
+    int peer;
+    bool is_send;
+  };
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int nranks_ = 0;
+  int tag_ = 1;
+  double timeout_s_;
+  std::vector<MPI_Request> requests_;  // reused: no allocation per round once warmed up
+  std::vector<Pending> pending_;
+};
+
+// Throws Error(SystemError) naming `what` and MPI's message when rc != MPI_SUCCESS.
+void check_mpi(int rc, const char* what);
+
+// Polls `request` until it completes; throws Error(Timeout) mentioning `what` after timeout_s.
+void wait_with_timeout(MPI_Request& request, double timeout_s, const std::string& what);
+
+}  // namespace stragglar

@@ -1,0 +1,60 @@
+#include "stragglar/schedule.hpp"
+
+#include <string>
+
+#include "stragglar/error.hpp"
+
+namespace stragglar {
+
+const char* to_string(TransferOp op) noexcept {
+  return op == TransferOp::reduce ? "reduce" : "copy";
+}
+
+int Schedule::total_rounds() const {
+  int total = 0;
+  for (const Phase& p : phases) total += static_cast<int>(p.rounds.size());
+  return total;
+}
+
+int Schedule::waiting_rounds() const {
+  int total = 0;
+  for (const Phase& p : phases)
+    if (p.waits_for_straggler) total += static_cast<int>(p.rounds.size());
+  return total;
+}
+
+ElementRange chunk_range(std::size_t count, int nchunks, int chunk) {
+  require(nchunks > 0, "chunk_range: nchunks = " + std::to_string(nchunks) + ", expected > 0");
+  require(chunk >= 0 && chunk < nchunks, "chunk_range: chunk " + std::to_string(chunk) +
+                                             " out of range [0, " + std::to_string(nchunks) + ")");
+  const std::size_t n = static_cast<std::size_t>(nchunks);
+  const std::size_t c = static_cast<std::size_t>(chunk);
+  const std::size_t base = count / n;
+  const std::size_t extra = count % n;  // the first `extra` chunks get one element more
+  const std::size_t begin = c * base + (c < extra ? c : extra);
+  return {begin, begin + base + (c < extra ? 1 : 0)};
+}
+
+Schedule relabel(const Schedule& s, const std::vector<int>& perm) {
+  require(static_cast<int>(perm.size()) == s.nranks,
+          "relabel: permutation has " + std::to_string(perm.size()) + " entries, expected nranks = " +
+              std::to_string(s.nranks));
+  std::vector<bool> seen(perm.size(), false);
+  for (int p : perm) {
+    require(p >= 0 && p < s.nranks && !seen[p],
+            "relabel: entry " + std::to_string(p) + " is not a permutation of [0, " +
+                std::to_string(s.nranks) + ")");
+    seen[p] = true;
+  }
+  Schedule out = s;
+  if (out.straggler) out.straggler = perm[*out.straggler];
+  for (Phase& phase : out.phases)
+    for (Round& round : phase.rounds)
+      for (Transfer& t : round) {
+        t.src = perm[t.src];
+        t.dst = perm[t.dst];
+      }
+  return out;
+}
+
+}  // namespace stragglar

@@ -1,0 +1,235 @@
+// `stragglar` — synthesize, verify and simulate schedules (README "The stragglar tool").
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "stragglar/error.hpp"
+#include "stragglar/schedule_json.hpp"
+#include "stragglar/simulate.hpp"
+#include "stragglar/synthesize.hpp"
+#include "stragglar/units.hpp"
+#include "stragglar/verify.hpp"
+
+namespace {
+
+using namespace stragglar;
+
+// --pipeline takes a positive K or "auto".
+int parse_pipeline(const std::string& text) {
+  if (text == "auto") return kPipelineAuto;
+  try {
+    std::size_t used = 0;
+    const int k = std::stoi(text, &used);
+    if (used == text.size() && k >= 1) return k;
+  } catch (const std::exception&) {
+  }
+  throw Error(ErrorCode::InvalidUsage, "pipeline '" + text + "': expected a positive integer K or auto");
+}
+
+std::string read_input(const std::string& path) {
+  if (path == "-") return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorCode::InvalidUsage, "cannot open schedule file '" + path + "'");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct SynthArgs {
+  std::string algo = "stragglar";
+  int nranks = 0;
+  std::optional<int> straggler;
+  std::string pipeline = "1";
+  std::string bytes = "1G", alpha = "3us", bandwidth = "450GiB/s";
+  std::string output;
+  bool pretty = false;
+};
+
+CostModel cost_from(const std::string& alpha, const std::string& bandwidth) {
+  CostModel c;
+  c.alpha_s = parse_duration_s(alpha);
+  c.beta_s_per_byte = 1.0 / parse_bandwidth_Bps(bandwidth);
+  return c;
+}
+
+int run_synth(const SynthArgs& a) {
+  SynthOptions o;
+  o.straggler = a.straggler;
+  o.pipeline = parse_pipeline(a.pipeline);
+  o.bytes = parse_bytes(a.bytes);
+  o.cost = cost_from(a.alpha, a.bandwidth);
+  const Schedule s = synthesize(parse_algorithm(a.algo), a.nranks, o);
+  const std::string text = schedule_to_json(s, a.pretty ? 1 : -1) + "\n";
+  if (a.output.empty() || a.output == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream out(a.output);
+    if (!(out << text)) throw Error(ErrorCode::InvalidUsage, "cannot write '" + a.output + "'");
+  }
+  return 0;
+}
+
+int run_verify(const std::string& path) {
+  const Schedule s = schedule_from_json(read_input(path));
+  const VerifyReport r = verify(s);
+  if (!r.ok) {
+    std::cerr << "INVALID: " << r.message << "\n";
+    return 1;
+  }
+  std::cout << "OK: " << summary(s, r) << "\n";
+  return 0;
+}
+
+struct SimArgs {
+  int nranks = 0;
+  std::string bytes;
+  std::string algo = "all";
+  std::optional<int> straggler;
+  std::string pipeline = "1";
+  std::string alpha = "3us", bandwidth = "450GiB/s", delay = "ideal", format = "table";
+};
+
+struct SimRow {
+  std::string algorithm;
+  int pipeline = 0;  // StragglAR's K, 0 for the others
+  SimResult r;
+};
+
+int run_simulate(const SimArgs& a) {
+  const CostModel cost = cost_from(a.alpha, a.bandwidth);
+  const std::size_t bytes = parse_bytes(a.bytes);
+  require(bytes > 0, "bytes = 0, expected a positive buffer size");
+  Delay delay;
+  if (a.delay == "ideal") delay.ideal = true;
+  else delay.seconds = parse_duration_s(a.delay);
+  const int pipeline = parse_pipeline(a.pipeline);
+
+  std::vector<Algorithm> algos;
+  if (a.algo == "all") algos = all_algorithms();
+  else {
+    std::stringstream list(a.algo);
+    for (std::string name; std::getline(list, name, ',');) algos.push_back(parse_algorithm(name));
+  }
+  auto run_one = [&](Algorithm algo) {
+    SynthOptions o;
+    o.straggler = a.straggler;
+    o.pipeline = pipeline;
+    o.bytes = bytes;
+    o.cost = cost;
+    if (algo == Algorithm::stragglar && pipeline == kPipelineAuto) o.pipeline = choose_pipeline(a.nranks, bytes, cost);
+    const Schedule s = synthesize(algo, a.nranks, o);
+    return SimRow{to_string(algo), algo == Algorithm::stragglar ? o.pipeline : 0, simulate(s, bytes, cost, delay)};
+  };
+  const SimRow ring = run_one(Algorithm::ring);
+  std::vector<SimRow> rows;
+  for (Algorithm algo : algos) {
+    try {
+      rows.push_back(run_one(algo));
+    } catch (const Error& e) {
+      if (a.algo != "all") throw;
+      std::cerr << "stragglar: skipping " << to_string(algo) << ": " << e.what() << "\n";
+    }
+  }
+
+  const double delay_us = delay.ideal ? -1 : delay.seconds * 1e6;
+  if (a.format == "json") {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const SimRow& row : rows)
+      out.push_back({{"algorithm", row.algorithm}, {"nranks", a.nranks}, {"bytes", bytes},
+                     {"pipeline", row.pipeline}, {"rounds", row.r.rounds},
+                     {"delay", delay.ideal ? nlohmann::ordered_json("ideal") : nlohmann::ordered_json(delay_us)},
+                     {"delay_us", row.r.delay_s * 1e6}, {"time_us", row.r.time_s * 1e6},
+                     {"exposed_us", row.r.exposed_s * 1e6}, {"algbw_GBps", static_cast<double>(bytes) / row.r.exposed_s / 1e9},
+                     {"speedup_vs_ring", ring.r.exposed_s / row.r.exposed_s}});
+    std::cout << out.dump(1) << "\n";
+    return 0;
+  }
+  const bool csv = a.format == "csv";
+  require(csv || a.format == "table", "format '" + a.format + "': expected table, csv or json");
+  if (csv) {
+    std::cout << "algorithm,nranks,bytes,pipeline,rounds,delay_us,time_us,exposed_us,algbw_GBps,speedup_vs_ring\n";
+  } else {
+    std::cout << "# n=" << a.nranks << " size=" << format_bytes(bytes) << " alpha=" << cost.alpha_s * 1e6
+              << "us bandwidth=" << 1.0 / cost.beta_s_per_byte / 1e9 << "GB/s delay=" << a.delay << "\n"
+              << "# time: from the others' arrival; exposed: from the straggler's arrival; algbw = size/exposed\n";
+    std::cout << std::left << std::setw(11) << "algorithm" << std::right << std::setw(5) << "K" << std::setw(8)
+              << "rounds" << std::setw(13) << "delay(us)" << std::setw(13) << "time(us)" << std::setw(13)
+              << "exposed(us)" << std::setw(12) << "algbw(GB/s)" << std::setw(10) << "vs ring" << "\n";
+  }
+  for (const SimRow& row : rows) {
+    const double algbw = static_cast<double>(bytes) / row.r.exposed_s / 1e9, speedup = ring.r.exposed_s / row.r.exposed_s;
+    if (csv) {
+      std::cout << row.algorithm << "," << a.nranks << "," << bytes << "," << row.pipeline << "," << row.r.rounds
+                << "," << row.r.delay_s * 1e6 << "," << row.r.time_s * 1e6 << "," << row.r.exposed_s * 1e6 << ","
+                << algbw << "," << speedup << "\n";
+    } else {
+      std::cout << std::fixed << std::setprecision(2) << std::left << std::setw(11) << row.algorithm << std::right
+                << std::setw(5) << (row.pipeline ? std::to_string(row.pipeline) : "-") << std::setw(8)
+                << row.r.rounds << std::setw(13) << row.r.delay_s * 1e6 << std::setw(13) << row.r.time_s * 1e6
+                << std::setw(13) << row.r.exposed_s * 1e6 << std::setw(12) << algbw << std::setw(9)
+                << std::setprecision(3) << speedup << "x\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stragglar: straggler-aware AllReduce schedules — synthesize, verify, simulate"};
+  app.require_subcommand(1);
+  const std::string algos = "stragglar, ring, rhd, allpairs, broadcast (alias direct)";
+
+  SynthArgs sa;
+  CLI::App* synth = app.add_subcommand("synth", "synthesize a schedule and print it as stragglar-schedule/1 JSON");
+  synth->add_option("--algo,-a", sa.algo, "algorithm: " + algos)->capture_default_str();
+  synth->add_option("--nranks,-n", sa.nranks, "number of ranks")->required();
+  synth->add_option("--straggler,-s", sa.straggler, "the straggler's rank (default n-1)");
+  synth->add_option("--pipeline,-k", sa.pipeline, "StragglAR: chunks per rank K, or auto")->capture_default_str();
+  synth->add_option("--bytes", sa.bytes, "buffer size, for --pipeline auto")->capture_default_str();
+  synth->add_option("--alpha", sa.alpha, "latency per message, for --pipeline auto")->capture_default_str();
+  synth->add_option("--bandwidth", sa.bandwidth, "bandwidth, for --pipeline auto")->capture_default_str();
+  synth->add_option("-o,--output", sa.output, "write the JSON here instead of stdout");
+  synth->add_flag("--pretty", sa.pretty, "indent the JSON");
+
+  std::string verify_path;
+  CLI::App* verify_cmd = app.add_subcommand("verify", "check a schedule exactly; exit 0 and a summary, or 1 and the first violation");
+  verify_cmd->add_option("file", verify_path, "schedule JSON file, or - for stdin")->required();
+
+  SimArgs ma;
+  CLI::App* sim = app.add_subcommand("simulate", "predict AllReduce times with the alpha-beta model");
+  sim->add_option("--nranks,-n", ma.nranks, "number of ranks")->required();
+  sim->add_option("--bytes,-b", ma.bytes, "buffer size (1024, 64M, 1G ...)")->required();
+  sim->add_option("--algo,-a", ma.algo, "comma-separated algorithms, or all")->capture_default_str();
+  sim->add_option("--straggler,-s", ma.straggler, "the straggler's rank (default n-1)");
+  sim->add_option("--pipeline,-k", ma.pipeline, "StragglAR: chunks per rank K, or auto")->capture_default_str();
+  sim->add_option("--alpha", ma.alpha, "latency per message (ns/us/ms/s)")->capture_default_str();
+  sim->add_option("--bandwidth", ma.bandwidth, "link bandwidth (GB/s, GiB/s ...)")->capture_default_str();
+  sim->add_option("--delay", ma.delay, "straggler delay: ideal (hides every no-wait phase), 0 (worst case) or a duration")
+      ->capture_default_str();
+  sim->add_option("--format", ma.format, "table, csv or json")->capture_default_str()->check(CLI::IsMember({"table", "csv", "json"}));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*synth) return run_synth(sa);
+    if (*verify_cmd) return run_verify(verify_path);
+    if (*sim) return run_simulate(ma);
+  } catch (const stragglar::Error& e) {
+    std::cerr << "stragglar: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "stragglar: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}
