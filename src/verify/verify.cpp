@@ -44,7 +44,10 @@ class RankSet {
     for (int r = 0; r < n_; ++r) {
       if (contains(r) == complement) continue;
       ++total;
-      if (listed < 8) out += (listed++ ? "," : "") + std::to_string(r);
+      if (listed < 8) {
+        if (listed++) out += ',';
+        out += std::to_string(r);
+      }
     }
     if (total > listed) out += ",... (" + std::to_string(total) + " ranks)";
     return out + "}";
@@ -59,7 +62,10 @@ using SetPtr = std::shared_ptr<const RankSet>;
 
 std::string chunk_list(const std::vector<int>& chunks) {
   std::string s = "[";
-  for (std::size_t i = 0; i < chunks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(chunks[i]);
+  for (std::size_t i = 0; i < chunks.size() && i < 8; ++i) {
+    if (i) s += ',';
+    s += std::to_string(chunks[i]);
+  }
   if (chunks.size() > 8) s += ",...";
   return s + "]";
 }

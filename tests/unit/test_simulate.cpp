@@ -1,0 +1,120 @@
+// The α-β simulator against the paper's closed forms (Table 1, appendix "Baselines").
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+
+#include "stragglar/error.hpp"
+#include "stragglar/simulate.hpp"
+#include "stragglar/synthesize.hpp"
+
+namespace stragglar {
+namespace {
+
+constexpr std::size_t kGiB = std::size_t{1} << 30;
+
+CostModel paper_cost() {  // α = 3 µs, 450 GiB/s (paper §4.3 / Fig. 7b)
+  return CostModel{3e-6, 1.0 / (450.0 * 1073741824.0)};
+}
+
+void expect_rel(double got, double want, const std::string& what) {
+  EXPECT_LE(std::abs(got - want), 1e-9 * std::abs(want)) << what << ": got " << got << " want " << want;
+}
+
+TEST(Simulate, RingMatchesClosedForm) {
+  const CostModel c = paper_cost();
+  for (int n = 2; n <= 64; ++n)
+    for (std::size_t s : {std::size_t{1} << 20, kGiB}) {
+      const double sb = static_cast<double>(s) * c.beta_s_per_byte;
+      const double closed = 2.0 * (n - 1) * c.alpha_s + 2.0 * (n - 1) / n * sb;
+      const Schedule ring = synthesize(Algorithm::ring, n);
+      expect_rel(lockstep_time_s(ring, s, c), closed, "ring lockstep n=" + std::to_string(n));
+      const SimResult r = simulate(ring, s, c, Delay{false, 0});
+      expect_rel(r.time_s, closed, "ring event n=" + std::to_string(n));
+      expect_rel(r.exposed_s, closed, "ring exposed n=" + std::to_string(n));
+    }
+}
+
+TEST(Simulate, RhdMatchesClosedFormForPowersOfTwo) {
+  const CostModel c = paper_cost();
+  for (int n = 2; n <= 1024; n *= 2) {
+    const double logn = std::log2(n);
+    const double closed = 2 * logn * c.alpha_s + 2.0 * (n - 1) / n * kGiB * c.beta_s_per_byte;
+    const Schedule rhd = synthesize(Algorithm::rhd, n);
+    expect_rel(lockstep_time_s(rhd, kGiB, c), closed, "rhd n=" + std::to_string(n));
+    expect_rel(simulate(rhd, kGiB, c, Delay{false, 0}).time_s, closed, "rhd event n=" + std::to_string(n));
+  }
+}
+
+TEST(Simulate, StragglarIdealMatchesClosedForm) {
+  const CostModel c = paper_cost();
+  for (int n = 2; n <= 256; n *= 2) {
+    const double logn = std::log2(n);
+    const double rounds = n + logn - 2;
+    const double closed = rounds * c.alpha_s + rounds / (n - 1) * kGiB * c.beta_s_per_byte;
+    const Schedule s = synthesize(Algorithm::stragglar, n);
+    expect_rel(lockstep_time_s(s, kGiB, c, /*waiting_phases_only=*/true), closed, "lockstep n=" + std::to_string(n));
+    const SimResult r = simulate(s, kGiB, c, Delay{true, 0});
+    expect_rel(r.exposed_s, closed, "ideal exposed n=" + std::to_string(n));
+    // ideal: the straggler arrives exactly when the others finish their ReduceScatter
+    const Schedule early_only = [&] { Schedule e = s; e.phases.resize(1); return e; }();
+    expect_rel(r.delay_s + 1.0, lockstep_time_s(early_only, kGiB, c) + 1.0, "ideal delay n=" + std::to_string(n));
+  }
+}
+
+TEST(Simulate, BroadcastIdealMatchesClosedForm) {
+  const CostModel c = paper_cost();
+  for (int n = 2; n <= 256; n *= 2) {
+    const double logn = std::log2(n);
+    const double closed = logn * (c.alpha_s + kGiB * c.beta_s_per_byte);
+    expect_rel(simulate(synthesize(Algorithm::broadcast, n), kGiB, c, Delay{true, 0}).exposed_s, closed,
+               "broadcast n=" + std::to_string(n));
+  }
+}
+
+TEST(Simulate, AllpairsSplitsBandwidth) {
+  const CostModel c = paper_cost();
+  for (int n : {2, 3, 8, 17}) {
+    const double closed = 2 * c.alpha_s + 2.0 * (n - 1) / n * kGiB * c.beta_s_per_byte;
+    expect_rel(simulate(synthesize(Algorithm::allpairs, n), kGiB, c, Delay{false, 0}).time_s, closed,
+               "allpairs n=" + std::to_string(n));
+  }
+}
+
+TEST(Simulate, PaperAnchorsFig7b) {
+  // n = 256 and n = 8, 1 GiB, ideal delay: Ring / StragglAR ≈ 1.94 and ≈ 1.36.
+  const CostModel c = paper_cost();
+  for (auto [n, want] : {std::pair{256, 1.94}, std::pair{8, 1.36}}) {
+    const double ring = simulate(synthesize(Algorithm::ring, n), kGiB, c, Delay{true, 0}).exposed_s;
+    const double sar = simulate(synthesize(Algorithm::stragglar, n), kGiB, c, Delay{true, 0}).exposed_s;
+    EXPECT_NEAR(ring / sar, want, 0.01) << "n=" << n;
+  }
+}
+
+TEST(Simulate, PartialOverlapLiesBetweenIdealAndWorst) {
+  const CostModel c = paper_cost();
+  const Schedule s = synthesize(Algorithm::stragglar, 8);
+  const double ideal = simulate(s, kGiB, c, Delay{true, 0}).exposed_s;
+  const SimResult worst = simulate(s, kGiB, c, Delay{false, 0});
+  EXPECT_NEAR(worst.time_s, lockstep_time_s(s, kGiB, c), 1e-12);
+  double previous = worst.exposed_s;
+  for (double d : {0.5e-3, 1e-3, 2e-3}) {  // growing delay hides more of the ReduceScatter
+    const SimResult r = simulate(s, kGiB, c, Delay{false, d});
+    EXPECT_LE(r.exposed_s, previous + 1e-12);
+    EXPECT_GE(r.exposed_s, ideal - 1e-12);
+    EXPECT_NEAR(r.time_s - r.exposed_s, d, 1e-12);
+    previous = r.exposed_s;
+  }
+  EXPECT_NEAR(simulate(s, kGiB, c, Delay{false, 1.0}).exposed_s, ideal, 1e-12);  // a long delay is ideal
+}
+
+TEST(Simulate, RejectsBadModels) {
+  const Schedule s = synthesize(Algorithm::ring, 4);
+  EXPECT_THROW(simulate(s, kGiB, CostModel{-1, 1e-9}, Delay{}), Error);
+  EXPECT_THROW(simulate(s, kGiB, CostModel{1e-6, 0}, Delay{}), Error);
+  EXPECT_THROW(simulate(s, kGiB, paper_cost(), Delay{false, -1}), Error);
+  EXPECT_THROW(simulate_events(s, kGiB, paper_cost(), {0, 0}), Error);
+}
+
+}  // namespace
+}  // namespace stragglar
