@@ -1,0 +1,157 @@
+// StragglAR (paper §3): a ReduceScatter among the n-1 non-stragglers that runs during the
+// straggler's delay, then an `allreduce` phase in which the straggler reduces one chunk per
+// round with one rank while already-full chunks spread among the others.
+//
+// Which builder makes the `allreduce` phase (all synthesize with σ = n-1, then relabel):
+//   n = 2^k         → Algorithm 1 of the paper (stragglar_pow2.cpp), K(n-1)+log2 n-1 rounds.
+//   any other n     → the max-matching greedy of stragglar_deadline.cpp (issue #5; at the
+//                     bound only for small n, see docs/schedules.md); the paper's LEMON
+//                     matching method (stragglar_matching.cpp) is the fallback should it give up.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "stragglar/error.hpp"
+#include "synth/stragglar_internal.hpp"
+#include "synth/synth_internal.hpp"
+
+namespace stragglar {
+
+namespace {
+// Upper limit of the pipelining factor: beyond it chunks get tiny and schedules huge.
+constexpr int kMaxPipeline = 1024;
+constexpr int kMaxChunks = 1 << 16;
+}  // namespace
+
+int stragglar_round_bound(int nranks) {
+  require(nranks >= kMinRanks && nranks <= kMaxRanks,
+          "stragglar_round_bound: nranks = " + std::to_string(nranks) + ", expected " +
+              std::to_string(kMinRanks) + ".." + std::to_string(kMaxRanks));
+  // The straggler reduces one chunk per round (n-1 rounds); the last chunk is then full on two
+  // ranks and must reach n, at best doubling per round: ⌈log2 n⌉ - 1 more rounds.
+  return nranks + detail::ceil_log2(nranks) - 2;
+}
+
+int choose_pipeline(int nranks, std::size_t bytes, const CostModel& cost) {
+  require(nranks >= kMinRanks && nranks <= kMaxRanks,
+          "choose_pipeline: nranks = " + std::to_string(nranks) + ", expected " +
+              std::to_string(kMinRanks) + ".." + std::to_string(kMaxRanks));
+  if (bytes == 0) return 1;
+  const int m = nranks - 1;
+  const int L = detail::ceil_log2(nranks);
+  // Exposed time of the allreduce phase with K(n-1) chunks and K(n-1)+L-1 rounds:
+  //   T(K) = (Km + L - 1) · (α + β·bytes/(Km)).
+  auto modelled = [&](int K) {
+    const double chunks = static_cast<double>(K) * m;
+    return (chunks + L - 1) * (cost.alpha_s + cost.beta_s_per_byte * static_cast<double>(bytes) / chunks);
+  };
+  const int k_max = static_cast<int>(std::min<std::size_t>(
+      {static_cast<std::size_t>(kMaxPipeline), static_cast<std::size_t>(kMaxChunks / m),
+       std::max<std::size_t>(1, bytes / static_cast<std::size_t>(m))}));
+  int best = 1;
+  double best_time = modelled(1);
+  for (int K = 2; K <= k_max; ++K) {
+    const double t = modelled(K);
+    if (t < best_time) {
+      best = K;
+      best_time = t;
+    } else if (t > best_time * 1.5) {
+      break;  // T(K) is convex in K: past the minimum it only grows
+    }
+  }
+  return best;
+}
+
+namespace detail {
+
+int ceil_log2(int n) {
+  int L = 0;
+  while ((1 << L) < n) ++L;
+  return L;
+}
+
+void add_straggler_exchange(Round& round, int n, int r) {
+  const int sigma = n - 1;
+  const int partner = r % (n - 1);
+  // Both directions reduce: σ adds the partial sum of the others, the partner adds σ's data.
+  round.push_back({partner, sigma, {r}, TransferOp::reduce});
+  round.push_back({sigma, partner, {r}, TransferOp::reduce});
+}
+
+void canonicalize(std::vector<Round>& rounds) {
+  for (Round& round : rounds) {
+    // Single-port rounds have distinct senders: a bucket per sender orders them in O(n).
+    int max_src = -1;
+    for (const Transfer& t : round) max_src = std::max(max_src, t.src);
+    std::vector<int> slot(static_cast<std::size_t>(max_src + 1), -1);
+    bool distinct = true;
+    for (std::size_t i = 0; i < round.size() && distinct; ++i) {
+      int& s = slot[static_cast<std::size_t>(round[i].src)];
+      distinct = s < 0;
+      s = static_cast<int>(i);
+    }
+    if (distinct) {
+      Round sorted;
+      sorted.reserve(round.size());
+      for (int i : slot)
+        if (i >= 0) sorted.push_back(std::move(round[static_cast<std::size_t>(i)]));
+      round = std::move(sorted);
+    } else {
+      std::sort(round.begin(), round.end(), [](const Transfer& a, const Transfer& b) {
+        return std::pair(a.src, a.dst) < std::pair(b.src, b.dst);
+      });
+    }
+  }
+}
+
+Schedule synthesize_stragglar(int n, int straggler, const SynthOptions& opts) {
+  require(n >= kMinRanks && n <= kMaxRanks,
+          "stragglar: nranks = " + std::to_string(n) + ", expected " + std::to_string(kMinRanks) +
+              ".." + std::to_string(kMaxRanks));
+  require(straggler >= 0 && straggler < n,
+          "stragglar: straggler = " + std::to_string(straggler) + ", expected 0.." + std::to_string(n - 1));
+  require(opts.pipeline >= 0 && opts.pipeline <= kMaxPipeline,
+          "stragglar: pipeline = " + std::to_string(opts.pipeline) + ", expected 0 (auto) or 1.." +
+              std::to_string(kMaxPipeline));
+  const int m = n - 1;
+  const int K = opts.pipeline == kPipelineAuto ? choose_pipeline(n, opts.bytes, opts.cost) : opts.pipeline;
+  require(static_cast<long long>(K) * m <= kMaxChunks,
+          "stragglar: pipeline = " + std::to_string(K) + " gives " + std::to_string(static_cast<long long>(K) * m) +
+              " chunks on " + std::to_string(n) + " ranks, expected at most " + std::to_string(kMaxChunks));
+
+  Schedule s;
+  s.algorithm = "stragglar";
+  s.nranks = n;
+  s.straggler = n - 1;
+  s.nchunks = K * m;
+  s.ports = 1;
+
+  // Precondition (§3.1): rank i ends with the partial sum over ranks 0..n-2 of chunks
+  // {i, i+m, ..., i+(K-1)m} — exactly the chunks it reduces with σ in rounds i, i+m, ...
+  std::vector<int> members(m);
+  std::vector<std::vector<int>> groups(m);
+  for (int i = 0; i < m; ++i) {
+    members[i] = i;
+    for (int k = 0; k < K; ++k) groups[i].push_back(i + k * m);
+  }
+  Phase rs{"reduce_scatter", false, ring_reduce_scatter(members, groups)};
+
+  std::vector<Round> ar;
+  const bool pow2 = (n & (n - 1)) == 0;
+  if (pow2) {
+    ar = stragglar_pow2_rounds(n, K);
+  } else if (auto rounds = stragglar_deadline_rounds(n, K, K * m + ceil_log2(n) - 1)) {
+    ar = std::move(*rounds);
+  } else {
+    ar = stragglar_matching_rounds(n, K);
+  }
+  Phase allreduce{"allreduce", true, std::move(ar)};
+  s.phases = {std::move(rs), std::move(allreduce)};
+
+  if (straggler == n - 1) return s;
+  return relabel(s, straggler_relabeling(n, straggler));
+}
+
+}  // namespace detail
+}  // namespace stragglar

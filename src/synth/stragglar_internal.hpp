@@ -1,0 +1,42 @@
+// StragglAR's `allreduce` phase builders (not installed). All of them synthesize with the
+// straggler σ = n-1; src/synth/stragglar.cpp adds the ReduceScatter phase and relabels.
+//
+// Common setting (paper §3.1, issue #5): m = n-1 non-stragglers, K = pipeline factor,
+// nchunks = K·m. After the ReduceScatter, rank i holds the partial sum (over non-stragglers)
+// of chunks {i, i+m, i+2m, ...}. In round r < K·m the straggler and rank r mod m exchange
+// chunk r (two `reduce` transfers): chunk r is then *full* on both. Full chunks spread with
+// `copy` transfers; a round is single-port (each rank sends ≤ 1 and receives ≤ 1 transfer,
+// every transfer carries exactly one chunk, so each round costs one chunk of bandwidth).
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "stragglar/schedule.hpp"
+
+namespace stragglar::detail {
+
+// ⌈log2 n⌉ for n ≥ 1.
+int ceil_log2(int n);
+
+// The `allreduce` phase for n = 2^k: the paper's Algorithm 1 (§3.1, appendix C proofs),
+// generalised to K·(n-1) chunks. Exactly K(n-1) + log2(n) - 1 rounds.
+// src/synth/stragglar_pow2.cpp.
+std::vector<Round> stragglar_pow2_rounds(int n, int pipeline);
+
+// The paper's method for non-power-of-2 n (appendix "Non-Power-of-2"): per round a
+// maximum-weight matching (LEMON) on the free ranks, weight 2 if both need a chunk of the
+// other, 1 if one way. No round guarantee. src/synth/stragglar_matching.cpp.
+std::vector<Round> stragglar_matching_rounds(int n, int pipeline);
+
+// Issue #5: deadline-driven synthesis that reaches K(n-1) + ⌈log2 n⌉ - 1 rounds (the bound
+// for K = 1) when it succeeds; nullopt when its search gives up within `max_rounds` rounds.
+// src/synth/stragglar_deadline.cpp.
+std::optional<std::vector<Round>> stragglar_deadline_rounds(int n, int pipeline, int target_rounds);
+
+// Straggler pairings of round r (r < K·m): transfers σ ↔ r mod m on chunk r.
+void add_straggler_exchange(Round& round, int n, int r);
+
+// Sorts the transfers of every round by (src, dst): schedules are compared as data.
+void canonicalize(std::vector<Round>& rounds);
+
+}  // namespace stragglar::detail
