@@ -3,7 +3,7 @@
 #   1. Release build with -Werror (CUDA/NCCL code too when nvcc + NCCL are found: it must
 #      compile and link even where no GPU can run it), then all CTest tests (unit, MPI; GPU
 #      tests skip without a GPU).
-#   2. ASan + UBSan build of the CPU-side core, and its unit tests under the sanitizers.
+#   2. ASan + UBSan build of the CPU-side core (library, CLI, unit tests), tests run under the sanitizers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -16,5 +16,5 @@ ctest --test-dir build --output-on-failure -j1
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRAGGLAR_SANITIZE=ON -DSTRAGGLAR_WERROR=ON \
       -DSTRAGGLAR_MPI=OFF -DSTRAGGLAR_CUDA=OFF -DSTRAGGLAR_BENCH=OFF
-cmake --build build-asan -j"$jobs" --target unit_tests
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"

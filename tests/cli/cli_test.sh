@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `stragglar` CLI: exit codes and messages a user sees.
+# Usage: cli_test.sh path/to/stragglar
+set -u
+cli="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+# expect CODE NEEDLE -- command...: the command exits with CODE and prints NEEDLE (stdout or stderr)
+expect() {
+  local code="$1" needle="$2"
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -eq "$code" ] && grep -qF -- "$needle" <<<"$out"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $* -> exit $rc (want $code), output:"
+    echo "$out" | head -5
+    echo "  (wanted to see: $needle)"
+  fi
+}
+
+for algo in stragglar ring rhd allpairs broadcast direct; do
+  for n in 2 5 8 12; do
+    "$cli" synth --algo "$algo" --nranks "$n" --straggler 1 -o "$tmp/s.json" || { echo "FAIL: synth $algo $n"; fail=$((fail + 1)); }
+    expect 0 "OK: " -- "$cli" verify "$tmp/s.json"
+  done
+done
+"$cli" synth -a stragglar -n 8 | "$cli" verify - >/dev/null && pass=$((pass + 1)) || { echo "FAIL: verify from stdin"; fail=$((fail + 1)); }
+"$cli" synth -a stragglar -n 8 -o "$tmp/s8.json"
+expect 0 "allreduce 9 rounds" -- "$cli" verify "$tmp/s8.json"
+
+# a planted fault: drop the last transfer of the last round
+python3 - "$tmp/s8.json" "$tmp/bad.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["phases"][-1]["rounds"][-1].pop()
+json.dump(s, open(sys.argv[2], "w"))
+PY
+expect 1 "INVALID: incomplete result" -- "$cli" verify "$tmp/bad.json"
+echo '{"format":"stragglar-schedule/1"' >"$tmp/broken.json"
+expect 2 "not valid JSON" -- "$cli" verify "$tmp/broken.json"
+expect 2 "cannot open schedule file" -- "$cli" verify "$tmp/missing.json"
+
+# bad input names the value and what was expected
+expect 2 "nranks = 1, expected 2 <= nranks <= 4096" -- "$cli" synth -a ring -n 1
+expect 2 "nranks = 5000" -- "$cli" synth -a ring -n 5000
+expect 2 "straggler = 9, expected a rank in [0, 8)" -- "$cli" synth -a stragglar -n 8 -s 9
+expect 2 "unknown algorithm 'tree'" -- "$cli" synth -a tree -n 8
+expect 2 "pipeline 'x': expected a positive integer K or auto" -- "$cli" synth -a stragglar -n 8 --pipeline x
+expect 2 "duration '5'" -- "$cli" simulate -n 8 -b 1G --alpha 5
+expect 2 "size '1Q'" -- "$cli" simulate -n 8 -b 1Q
+expect 2 "bandwidth 'fast'" -- "$cli" simulate -n 8 -b 1G --bandwidth fast
+
+# simulate: the paper's anchors and the JSON fields
+expect 0 "1.94" -- "$cli" simulate -n 256 -b 1G --algo stragglar
+expect 0 "1.363x" -- "$cli" simulate -n 8 -b 1G --algo ring,stragglar
+"$cli" simulate -n 8 -b 64M --delay 1ms --format json >"$tmp/sim.json"
+python3 - "$tmp/sim.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: simulate json fields"; fail=$((fail + 1)); }
+import json, sys
+rows = json.load(open(sys.argv[1]))
+need = {"algorithm", "nranks", "bytes", "rounds", "time_us", "exposed_us", "speedup_vs_ring"}
+assert len(rows) == 5 and all(need <= set(r) for r in rows), rows
+ring = [r for r in rows if r["algorithm"] == "ring"][0]
+assert abs(ring["speedup_vs_ring"] - 1) < 1e-12
+PY
+expect 0 "algorithm,nranks,bytes" -- "$cli" simulate -n 6 -b 1M --format csv
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
