@@ -1,0 +1,48 @@
+/* stragglar over NCCL — C API beside ncclAllReduce (C++: stragglar/nccl.hpp).
+ *
+ *   stragglar_options o; stragglar_options_init(&o); o.straggler = 7;
+ *   if (stragglarNcclAllReduce(sendbuf, recvbuf, count, ncclFloat32, ncclSum, comm, stream, &o)
+ *       != stragglar_success)
+ *     fprintf(stderr, "%s\n", stragglar_last_error());
+ *
+ * Same arguments and semantics as ncclAllReduce plus the options: in place when
+ * sendbuff == recvbuff; any count (no padding asked); fully stream-ordered and asynchronous —
+ * the call enqueues NCCL point-to-point calls and reduction kernels on `stream` and returns
+ * without waiting for the GPU, so the ranks that are not late start StragglAR's
+ * ReduceScatter as soon as their streams reach it. Types: ncclFloat32, ncclFloat64,
+ * ncclFloat16, ncclBfloat16, ncclInt32, ncclInt64; ops: ncclSum, ncclProd, ncclMin, ncclMax,
+ * ncclAvg. algorithm = stragglar_algo_native calls ncclAllReduce.
+ *
+ * The first call of a configuration (count, type, op, algorithm, straggler, pipeline) on a
+ * communicator checks that every rank passed the same one (a small ncclAllReduce + a stream
+ * synchronisation, once) and returns stragglar_mismatch on every rank if not. Per-communicator
+ * state (plans, scratch) is cached; call stragglarNcclCommRelease before ncclCommDestroy.
+ * Blocking communicators; the communicator must not be used concurrently from two threads. */
+#ifndef STRAGGLAR_NCCL_H_
+#define STRAGGLAR_NCCL_H_
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stddef.h>
+
+#include "stragglar/stragglar.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* opts == NULL: defaults (stragglar_options_init). Bad arguments are rejected before any data
+ * moves (stragglar_invalid_usage, message naming the value in stragglar_last_error()). */
+stragglar_result stragglarNcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                        cudaStream_t stream, const stragglar_options* opts);
+
+/* Frees the cached state of `comm` (plans, scratch). Call before ncclCommDestroy(comm);
+ * a later stragglarNcclAllReduce on the same handle starts afresh. */
+stragglar_result stragglarNcclCommRelease(ncclComm_t comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRAGGLAR_NCCL_H_ */

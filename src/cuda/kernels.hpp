@@ -1,0 +1,34 @@
+// Launchers of the GPU runtime's kernels (kernels.cu). Host-callable, enqueue on `stream`,
+// never synchronise; a launch error is thrown as Error(SystemError) naming the kernel.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "stragglar/types.hpp"
+
+namespace stragglar::cuda {
+
+// dst[i] = dst[i] op src[i] for i < count (avg reduces as sum). 16-byte vector loads on the
+// part where dst and src share their alignment modulo 16, a scalar head/tail around it, and a
+// scalar grid-stride loop when they do not. `max_blocks` caps the grid (SMs × blocks per SM).
+void launch_reduce(void* dst, const void* src, std::size_t count, DataType t, ReduceOp op,
+                   cudaStream_t stream, int max_blocks);
+
+// buf[i] /= nranks (integers: truncating division, as NCCL's ncclAvg).
+void launch_finish_average(void* buf, std::size_t count, DataType t, int nranks,
+                           cudaStream_t stream, int max_blocks);
+
+// One thread spins on %globaltimer for `nanoseconds`: the straggler's delay in the GPU bench,
+// stream-ordered so that the host never waits.
+void launch_sleep(cudaStream_t stream, long long nanoseconds);
+
+// Fills buf[i] = value_of(i) for the bench/tests: see kernels.cu. `pattern` 0: every element
+// = base; 1: element i = base + (i % 7) (exact in every dtype for small bases).
+void launch_fill(void* buf, std::size_t count, DataType t, double base, int pattern,
+                 cudaStream_t stream, int max_blocks);
+
+// Threads per block of every kernel here.
+inline constexpr int kThreadsPerBlock = 512;
+
+}  // namespace stragglar::cuda
