@@ -5,7 +5,10 @@
 //   STRAGGLAR_ALPHA_US        α of the cost model used by pipeline = auto (default CostModel{})
 //   STRAGGLAR_BANDWIDTH_GBPS  1/β in GB/s (1e9 bytes/s) of that cost model
 //   STRAGGLAR_VERIFY          0: skip verify_or_throw on schedules entering the cache (default 1)
+//   STRAGGLAR_MAX_MESSAGE_BYTES  largest single MPI message; bigger ones are split (default
+//                             1 GiB, below MPI's INT_MAX count limit; tests set it small)
 #pragma once
+#include <cstddef>
 #include <string>
 
 #include "stragglar/cost_model.hpp"
@@ -18,6 +21,7 @@ struct Env {
   bool verify = true;
   CostModel cost;
   bool cost_from_env = false;
+  std::size_t max_message_bytes = std::size_t{1} << 30;
 
   std::string to_string() const;  // "STRAGGLAR_TIMEOUT_S=60 STRAGGLAR_DEBUG=INFO ..."
 };

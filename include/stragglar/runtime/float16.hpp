@@ -11,18 +11,18 @@
 
 namespace stragglar {
 
+// Both fp16 conversions are written with selects instead of branches so that the reduction
+// loops (widen a block, reduce, narrow) vectorise.
 inline float half_to_float(std::uint16_t h) noexcept {
   constexpr std::uint32_t shifted_exp = 0x7c00u << 13;  // exponent mask after the shift
   std::uint32_t o = (h & 0x7fffu) << 13;                // exponent and mantissa
   const std::uint32_t exp = shifted_exp & o;
   o += (127u - 15u) << 23;                              // rebias the exponent
-  if (exp == shifted_exp) {
-    o += (128u - 16u) << 23;                            // inf / NaN: extra exponent adjust
-  } else if (exp == 0) {
-    o += 1u << 23;                                      // zero / subnormal: renormalise
-    o = std::bit_cast<std::uint32_t>(std::bit_cast<float>(o) -
-                                     std::bit_cast<float>(113u << 23));
-  }
+  o += exp == shifted_exp ? (128u - 16u) << 23 : 0u;    // inf / NaN: extra exponent adjust
+  // zero / subnormal: renormalise through the FPU
+  const std::uint32_t sub = std::bit_cast<std::uint32_t>(std::bit_cast<float>(o + (1u << 23)) -
+                                                         std::bit_cast<float>(113u << 23));
+  o = exp == 0 ? sub : o;
   o |= static_cast<std::uint32_t>(h & 0x8000u) << 16;   // sign
   return std::bit_cast<float>(o);
 }
@@ -34,20 +34,18 @@ inline std::uint16_t float_to_half(float value) noexcept {
   std::uint32_t f = std::bit_cast<std::uint32_t>(value);
   const std::uint32_t sign = f & 0x80000000u;
   f ^= sign;
-  std::uint32_t o;
-  if (f >= f16_max) {
-    o = (f > f32_infinity) ? 0x7e00u : 0x7c00u;  // NaN -> quiet NaN, overflow -> inf
-  } else if (f < (113u << 23)) {
-    // Result is subnormal or zero: let the FPU round by adding a magic number whose ulp is
-    // the fp16 subnormal ulp (this rounds to nearest even).
-    o = std::bit_cast<std::uint32_t>(std::bit_cast<float>(f) + std::bit_cast<float>(denorm_magic)) -
-        denorm_magic;
-  } else {
-    const std::uint32_t mant_odd = (f >> 13) & 1u;
-    f += (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu;  // rebias, round half down
-    f += mant_odd;                                                // ... ties to even
-    o = f >> 13;
-  }
+  // NaN -> quiet NaN, overflow -> inf.
+  const std::uint32_t inf_nan = f > f32_infinity ? 0x7e00u : 0x7c00u;
+  // Result subnormal or zero: let the FPU round by adding a magic number whose ulp is the
+  // fp16 subnormal ulp (this rounds to nearest even).
+  const std::uint32_t sub =
+      std::bit_cast<std::uint32_t>(std::bit_cast<float>(f) + std::bit_cast<float>(denorm_magic)) -
+      denorm_magic;
+  // Normal: rebias, round half down, then ties to even through the mantissa's lowest kept bit.
+  const std::uint32_t mant_odd = (f >> 13) & 1u;
+  const std::uint32_t normal =
+      (f + (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu + mant_odd) >> 13;
+  const std::uint32_t o = f >= f16_max ? inf_nan : (f < (113u << 23) ? sub : normal);
   return static_cast<std::uint16_t>(o | (sign >> 16));
 }
 

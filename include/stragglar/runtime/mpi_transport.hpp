@@ -7,6 +7,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ class MpiTransport final : public Transport {
   // another's messages, it times out instead of mixing data).
   void set_tag(int tag) { tag_ = tag; }
   void set_timeout(double timeout_s) { timeout_s_ = timeout_s; }
+  // Largest piece one MPI call moves, in [1, INT_MAX] (default 1 GiB).
+  void set_max_piece_bytes(std::size_t bytes);
   MPI_Comm comm() const { return comm_; }
 
  private:
@@ -38,6 +41,7 @@ class MpiTransport final : public Transport {
   int nranks_ = 0;
   int tag_ = 1;
   double timeout_s_;
+  std::size_t max_piece_ = std::size_t{1} << 30;
   std::vector<MPI_Request> requests_;  // reused: no allocation per round once warmed up
   std::vector<Pending> pending_;
 };

@@ -1,0 +1,185 @@
+// CpuDevice: host memory and reduction loops (compiled with -O3; simple __restrict loops
+// so GCC/Clang vectorise them).
+#include "stragglar/runtime/cpu_device.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "stragglar/error.hpp"
+#include "stragglar/runtime/float16.hpp"
+
+namespace stragglar {
+namespace {
+
+constexpr std::size_t kAlign = 64;
+
+// Integer sum/prod in unsigned arithmetic: wraps like two's complement without signed
+// overflow (undefined behaviour in C++).
+template <typename T>
+struct Arith {
+  using Wide = T;
+};
+template <>
+struct Arith<std::int32_t> {
+  using Wide = std::uint32_t;
+};
+template <>
+struct Arith<std::int64_t> {
+  using Wide = std::uint64_t;
+};
+
+template <typename T>
+struct Sum {
+  static T apply(T a, T b) {
+    using W = typename Arith<T>::Wide;
+    return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
+  }
+};
+template <typename T>
+struct Prod {
+  static T apply(T a, T b) {
+    using W = typename Arith<T>::Wide;
+    return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
+  }
+};
+template <typename T>
+struct Min {
+  static T apply(T a, T b) { return b < a ? b : a; }
+};
+template <typename T>
+struct Max {
+  static T apply(T a, T b) { return a < b ? b : a; }
+};
+
+template <typename T, template <typename> class Op>
+void loop(T* __restrict dst, const T* __restrict src, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = Op<T>::apply(dst[i], src[i]);
+}
+
+// fp16/bf16: widen a block to float, reduce, round back. Blocks keep the float loop
+// vectorisable and the temporaries in L1.
+template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float),
+          template <typename> class Op>
+void loop16(std::uint16_t* __restrict dst, const std::uint16_t* __restrict src, std::size_t n) {
+  constexpr std::size_t kBlock = 512;
+  alignas(kAlign) float a[kBlock];
+  alignas(kAlign) float b[kBlock];
+  for (std::size_t base = 0; base < n; base += kBlock) {
+    const std::size_t m = n - base < kBlock ? n - base : kBlock;
+    for (std::size_t i = 0; i < m; ++i) a[i] = ToFloat(dst[base + i]);
+    for (std::size_t i = 0; i < m; ++i) b[i] = ToFloat(src[base + i]);
+    for (std::size_t i = 0; i < m; ++i) a[i] = Op<float>::apply(a[i], b[i]);
+    for (std::size_t i = 0; i < m; ++i) dst[base + i] = FromFloat(a[i]);
+  }
+}
+
+template <typename T>
+void reduce_typed(void* dst, const void* src, std::size_t n, ReduceOp op) {
+  T* d = static_cast<T*>(dst);
+  const T* s = static_cast<const T*>(src);
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: loop<T, Sum>(d, s, n); return;
+    case ReduceOp::prod: loop<T, Prod>(d, s, n); return;
+    case ReduceOp::min: loop<T, Min>(d, s, n); return;
+    case ReduceOp::max: loop<T, Max>(d, s, n); return;
+  }
+  throw Error(ErrorCode::InvalidUsage,
+              "reduce: op " + std::to_string(static_cast<int>(op)) + " is not a ReduceOp");
+}
+
+template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
+void reduce_16(void* dst, const void* src, std::size_t n, ReduceOp op) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  const auto* s = static_cast<const std::uint16_t*>(src);
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: loop16<ToFloat, FromFloat, Sum>(d, s, n); return;
+    case ReduceOp::prod: loop16<ToFloat, FromFloat, Prod>(d, s, n); return;
+    case ReduceOp::min: loop16<ToFloat, FromFloat, Min>(d, s, n); return;
+    case ReduceOp::max: loop16<ToFloat, FromFloat, Max>(d, s, n); return;
+  }
+  throw Error(ErrorCode::InvalidUsage,
+              "reduce: op " + std::to_string(static_cast<int>(op)) + " is not a ReduceOp");
+}
+
+template <typename T>
+void divide(void* buf, std::size_t n, int nranks) {
+  T* __restrict b = static_cast<T*>(buf);
+  const T d = static_cast<T>(nranks);
+  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<T>(b[i] / d);
+}
+
+template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
+void divide16(void* buf, std::size_t n, int nranks) {
+  auto* __restrict b = static_cast<std::uint16_t*>(buf);
+  const float d = static_cast<float>(nranks);
+  for (std::size_t i = 0; i < n; ++i) b[i] = FromFloat(ToFloat(b[i]) / d);
+}
+
+}  // namespace
+
+void cpu_reduce(void* dst, const void* src, std::size_t count, DataType t, ReduceOp op) {
+  if (count == 0) return;
+  switch (t) {
+    case DataType::float32: reduce_typed<float>(dst, src, count, op); return;
+    case DataType::float64: reduce_typed<double>(dst, src, count, op); return;
+    case DataType::int32: reduce_typed<std::int32_t>(dst, src, count, op); return;
+    case DataType::int64: reduce_typed<std::int64_t>(dst, src, count, op); return;
+    case DataType::float16: reduce_16<half_to_float, float_to_half>(dst, src, count, op); return;
+    case DataType::bfloat16:
+      reduce_16<bfloat16_to_float, float_to_bfloat16>(dst, src, count, op);
+      return;
+  }
+  throw Error(ErrorCode::InvalidUsage,
+              "reduce: dtype " + std::to_string(static_cast<int>(t)) + " is not a DataType");
+}
+
+void cpu_finish_average(void* buf, std::size_t count, DataType t, int nranks) {
+  require(nranks >= 1, "finish_average: nranks = " + std::to_string(nranks) +
+                           ", expected at least 1");
+  if (count == 0) return;
+  switch (t) {
+    case DataType::float32: divide<float>(buf, count, nranks); return;
+    case DataType::float64: divide<double>(buf, count, nranks); return;
+    case DataType::int32: divide<std::int32_t>(buf, count, nranks); return;
+    case DataType::int64: divide<std::int64_t>(buf, count, nranks); return;
+    case DataType::float16: divide16<half_to_float, float_to_half>(buf, count, nranks); return;
+    case DataType::bfloat16:
+      divide16<bfloat16_to_float, float_to_bfloat16>(buf, count, nranks);
+      return;
+  }
+  throw Error(ErrorCode::InvalidUsage,
+              "finish_average: dtype " + std::to_string(static_cast<int>(t)) +
+                  " is not a DataType");
+}
+
+void* CpuDevice::allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, rounded);
+  if (p == nullptr)
+    throw Error(ErrorCode::SystemError,
+                "CpuDevice: could not allocate " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void CpuDevice::deallocate(void* p) noexcept { std::free(p); }
+
+void CpuDevice::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  std::memcpy(dst, src, bytes);
+}
+
+void CpuDevice::reduce(void* dst, const void* src, std::size_t count, DataType t, ReduceOp op) {
+  cpu_reduce(dst, src, count, t, op);
+}
+
+void CpuDevice::finish_average(void* buf, std::size_t count, DataType t, int nranks) {
+  cpu_finish_average(buf, count, t, nranks);
+}
+
+}  // namespace stragglar

@@ -1,0 +1,88 @@
+// STRAGGLAR_* environment variables, read once (see env.hpp for the list).
+#include "stragglar/runtime/env.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "stragglar/error.hpp"
+
+namespace stragglar {
+namespace {
+
+const char* get(const char* name) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+double positive_number(const char* name, const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(v > 0) || v > 1e12)
+    throw Error(ErrorCode::InvalidUsage, std::string(name) + "='" + text +
+                                             "' is not valid: expected a positive number");
+  return v;
+}
+
+std::string fmt(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+Env read_env() {
+  Env e;
+  if (const char* v = get("STRAGGLAR_TIMEOUT_S")) e.timeout_s = positive_number("STRAGGLAR_TIMEOUT_S", v);
+  if (const char* v = get("STRAGGLAR_DEBUG")) {
+    const std::string s = v;
+    if (s == "INFO" || s == "info")
+      e.debug_info = true;
+    else if (s != "WARN" && s != "warn" && s != "NONE" && s != "none")
+      throw Error(ErrorCode::InvalidUsage,
+                  "STRAGGLAR_DEBUG='" + s + "' is not valid: expected INFO, WARN or NONE");
+  }
+  if (const char* v = get("STRAGGLAR_VERIFY")) {
+    const std::string s = v;
+    if (s == "0")
+      e.verify = false;
+    else if (s != "1")
+      throw Error(ErrorCode::InvalidUsage, "STRAGGLAR_VERIFY='" + s + "' is not valid: expected 0 or 1");
+  }
+  if (const char* v = get("STRAGGLAR_MAX_MESSAGE_BYTES")) {
+    const double b = positive_number("STRAGGLAR_MAX_MESSAGE_BYTES", v);
+    if (b < 1 || b > 2147483647.0 || b != static_cast<double>(static_cast<long long>(b)))
+      throw Error(ErrorCode::InvalidUsage, std::string("STRAGGLAR_MAX_MESSAGE_BYTES='") + v +
+                                               "' is not valid: expected an integer in [1, 2147483647]");
+    e.max_message_bytes = static_cast<std::size_t>(b);
+  }
+  if (const char* v = get("STRAGGLAR_ALPHA_US")) {
+    e.cost.alpha_s = positive_number("STRAGGLAR_ALPHA_US", v) * 1e-6;
+    e.cost_from_env = true;
+  }
+  if (const char* v = get("STRAGGLAR_BANDWIDTH_GBPS")) {
+    e.cost.beta_s_per_byte = 1.0 / (positive_number("STRAGGLAR_BANDWIDTH_GBPS", v) * 1e9);
+    e.cost_from_env = true;
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string Env::to_string() const {
+  return "STRAGGLAR_TIMEOUT_S=" + fmt(timeout_s) +
+         " STRAGGLAR_DEBUG=" + (debug_info ? "INFO" : "WARN") +
+         " STRAGGLAR_VERIFY=" + (verify ? "1" : "0") +
+         " STRAGGLAR_MAX_MESSAGE_BYTES=" + std::to_string(max_message_bytes) +
+         " STRAGGLAR_ALPHA_US=" + fmt(cost.alpha_s * 1e6) +
+         " STRAGGLAR_BANDWIDTH_GBPS=" + fmt(1.0 / cost.beta_s_per_byte / 1e9) +
+         (cost_from_env ? "" : " (cost model: defaults)");
+}
+
+const Env& env() {
+  static const Env e = read_env();
+  return e;
+}
+
+}  // namespace stragglar

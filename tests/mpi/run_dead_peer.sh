@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# A stopped (SIGSTOP) or killed (SIGKILL) peer must end in an error, never a hang.
+#   run_dead_peer.sh stop|kill NP MPIEXEC "FLAGS" TEST_BINARY
+# stop: every surviving rank must report Timeout (STRAGGLAR_TIMEOUT_S=5) and the whole run
+#       must end within 60 s. kill: mpirun must end (non-zero) within 60 s.
+set -u
+mode=$1 np=$2 mpiexec=$3 flags=$4 bin=$5
+victim=$((np - 1))
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+start=$(date +%s)
+# shellcheck disable=SC2086
+STRAGGLAR_TIMEOUT_S=5 timeout -s KILL 90 "$mpiexec" $flags -np "$np" \
+  -x STRAGGLAR_TIMEOUT_S "$bin" "$mode" "$victim" "$dir"
+rc=$?
+elapsed=$(( $(date +%s) - start ))
+echo "mpirun exit status $rc after ${elapsed} s"
+if [ "$rc" -eq 137 ] && [ "$elapsed" -ge 85 ]; then
+  echo "FAIL: the run hung (killed by the outer timeout)"; exit 1
+fi
+if [ "$elapsed" -gt 60 ]; then echo "FAIL: took ${elapsed} s, expected < 60 s"; exit 1; fi
+if [ "$mode" = kill ]; then
+  # mpirun tears the job down when a rank dies; survivors that got further report Timeout.
+  if [ "$rc" -eq 0 ]; then echo "FAIL: mpirun reported success with a killed rank"; exit 1; fi
+  for f in "$dir"/rank*.txt; do
+    [ -e "$f" ] || continue
+    grep -q '^Timeout' "$f" || { echo "FAIL: $f: $(cat "$f")"; exit 1; }
+  done
+  echo "PASS"; exit 0
+fi
+fails=0
+for ((r = 0; r < np; r++)); do
+  [ "$r" -eq "$victim" ] && continue
+  f="$dir/rank$r.txt"
+  if [ ! -e "$f" ]; then echo "FAIL: rank $r reported nothing"; fails=1; continue; fi
+  if grep -q '^Timeout' "$f"; then echo "rank $r: $(cat "$f")"; else echo "FAIL: rank $r: $(cat "$f")"; fails=1; fi
+done
+[ "$fails" -eq 0 ] && echo "PASS"
+exit "$fails"

@@ -1,0 +1,435 @@
+// MPI tests of stragglar::allreduce (run under mpirun by CTest; see CMakeLists.txt).
+//
+//   test_mpi_allreduce correctness [quick]   every algorithm (incl. native) × dtype × op × count
+//                                    {0, 1, n-2, 1009} × in/out of place × straggler {0, n-1},
+//                                    a subset with a straggler delay, a subset at 1M+ elements
+//   test_mpi_allreduce errors        invalid arguments, mismatched arguments across ranks
+//   test_mpi_allreduce stop V DIR    rank V SIGSTOPs itself; every other rank must report
+//                                    Timeout (written to DIR/rank<r>.txt), then V is killed
+//   test_mpi_allreduce kill V        rank V SIGKILLs itself; the run must end (driver script)
+//
+// Results are compared with a float64 reference computed from the very inputs (rounded to the
+// dtype), within a bound on the dtype's rounding error; every rank must hold identical bits.
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stragglar/allreduce.hpp"
+#include "stragglar/runtime/float16.hpp"
+#include "stragglar/stragglar_mpi.h"
+
+using namespace stragglar;
+
+namespace {
+
+int g_rank = 0, g_n = 1;
+long g_failures = 0;
+long g_checked = 0;
+
+void fail(const std::string& what) {
+  if (g_failures < 20) std::fprintf(stderr, "[rank %d] FAIL: %s\n", g_rank, what.c_str());
+  ++g_failures;
+}
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+const std::vector<DataType> kTypes = {DataType::float32, DataType::float64, DataType::float16,
+                                      DataType::bfloat16, DataType::int32, DataType::int64};
+const std::vector<ReduceOp> kOps = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
+                                    ReduceOp::avg};
+const std::vector<std::string> kAlgos = {"stragglar", "ring", "rhd", "allpairs", "broadcast", "native"};
+
+bool is_int(DataType t) { return t == DataType::int32 || t == DataType::int64; }
+
+// Unit roundoff of the dtype (0 for integers: exact).
+double unit_roundoff(DataType t) {
+  switch (t) {
+    case DataType::float16: return std::ldexp(1.0, -11);
+    case DataType::bfloat16: return std::ldexp(1.0, -8);
+    case DataType::float32: return std::ldexp(1.0, -24);
+    case DataType::float64: return std::ldexp(1.0, -53);
+    default: return 0;
+  }
+}
+
+void store(void* buf, std::size_t i, DataType t, double v) {
+  switch (t) {
+    case DataType::float32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case DataType::float64: static_cast<double*>(buf)[i] = v; break;
+    case DataType::float16: static_cast<std::uint16_t*>(buf)[i] = float_to_half(static_cast<float>(v)); break;
+    case DataType::bfloat16: static_cast<std::uint16_t*>(buf)[i] = float_to_bfloat16(static_cast<float>(v)); break;
+    case DataType::int32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
+    case DataType::int64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
+  }
+}
+
+double load(const void* buf, std::size_t i, DataType t) {
+  switch (t) {
+    case DataType::float32: return static_cast<const float*>(buf)[i];
+    case DataType::float64: return static_cast<const double*>(buf)[i];
+    case DataType::float16: return half_to_float(static_cast<const std::uint16_t*>(buf)[i]);
+    case DataType::bfloat16: return bfloat16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
+    case DataType::int32: return static_cast<const std::int32_t*>(buf)[i];
+    case DataType::int64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
+  }
+  return 0;
+}
+
+// Input of rank r, element i: exact in every dtype for prod (±1, ±2: products stay exact),
+// fractional for float sums (so rounding is exercised), small integers otherwise.
+double input(std::uint64_t seed, int r, std::size_t i, DataType t, ReduceOp op) {
+  const std::uint64_t h = mix(seed ^ mix(static_cast<std::uint64_t>(r) * 1000003ull + i));
+  switch (op) {
+    case ReduceOp::prod: {
+      static const double v[4] = {-2, -1, 1, 2};
+      return v[h % 4];
+    }
+    case ReduceOp::sum:
+    case ReduceOp::avg:
+      if (is_int(t)) return static_cast<double>(static_cast<int>(h % 2001) - 1000);
+      return (static_cast<double>(h % 20001) - 10000.0) / 1000.0;
+    default:
+      if (is_int(t)) return static_cast<double>(static_cast<int>(h % 200001) - 100000);
+      return (static_cast<double>(h % 20001) - 10000.0) / 64.0;
+  }
+}
+
+// The input as the dtype stores it.
+double rounded(double v, DataType t) {
+  std::uint64_t tmp = 0;
+  store(&tmp, 0, t, v);
+  return load(&tmp, 0, t);
+}
+
+std::uint64_t fnv(const void* p, std::size_t bytes) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+struct Case {
+  std::string algo;
+  DataType dtype;
+  ReduceOp op;
+  std::size_t count;
+  bool in_place;
+  int straggler;
+  int delay_ms;
+  bool c_api;
+  std::uint64_t seed;
+};
+
+std::string describe(const Case& c) {
+  char text[256];
+  std::snprintf(text, sizeof text, "n=%d algo=%s dtype=%s op=%s count=%zu %s straggler=%d delay=%dms api=%s",
+                g_n, c.algo.c_str(), to_string(c.dtype), to_string(c.op), c.count,
+                c.in_place ? "in-place" : "out-of-place", c.straggler, c.delay_ms, c.c_api ? "C" : "C++");
+  return text;
+}
+
+constexpr std::size_t kGuard = 8;  // elements of canary after the buffer
+constexpr unsigned char kCanary = 0xA5;
+
+void run_case(const Case& c) {
+  const std::size_t es = size_of(c.dtype);
+  std::vector<unsigned char> send((c.count + kGuard) * es, kCanary);
+  std::vector<unsigned char> recv((c.count + kGuard) * es, kCanary);
+  for (std::size_t i = 0; i < c.count; ++i)
+    store(c.in_place ? recv.data() : send.data(), i, c.dtype, input(c.seed, g_rank, i, c.dtype, c.op));
+  const std::vector<unsigned char> send_before = send;
+
+  if (c.delay_ms > 0 && g_rank == c.straggler)
+    std::this_thread::sleep_for(std::chrono::milliseconds(c.delay_ms));
+  const void* sbuf = c.in_place ? static_cast<const void*>(recv.data()) : send.data();
+  try {
+    if (c.c_api) {
+      stragglar_options o;
+      stragglar_options_init(&o);
+      const Options cpp = options_for(c.algo);
+      o.algorithm = cpp.native ? stragglar_algo_native : static_cast<stragglar_algorithm>(cpp.algorithm);
+      o.straggler = c.straggler;
+      const stragglar_result r = stragglar_mpi_allreduce(
+          c.in_place ? MPI_IN_PLACE : sbuf, recv.data(), c.count, static_cast<stragglar_dtype>(c.dtype),
+          static_cast<stragglar_op>(c.op), MPI_COMM_WORLD, &o);
+      if (r != stragglar_success) {
+        fail(describe(c) + ": " + stragglar_result_string(r) + ": " + stragglar_last_error());
+        return;
+      }
+    } else {
+      Options o = options_for(c.algo);
+      o.straggler = c.straggler;
+      allreduce(sbuf, recv.data(), c.count, c.dtype, c.op, MPI_COMM_WORLD, o);
+    }
+  } catch (const std::exception& e) {
+    fail(describe(c) + ": threw " + e.what());
+    return;
+  }
+  ++g_checked;
+
+  // Element-wise against the float64 reference.
+  const double u = unit_roundoff(c.dtype);
+  std::size_t wrong = 0, first_wrong = 0;
+  double got_first = 0, want_first = 0;
+  for (std::size_t i = 0; i < c.count; ++i) {
+    double acc = 0, abs_sum = 0;
+    std::int64_t iacc = 0;
+    for (int r = 0; r < g_n; ++r) {
+      const double x = rounded(input(c.seed, r, i, c.dtype, c.op), c.dtype);
+      abs_sum += std::fabs(x);
+      if (r == 0) {
+        acc = x;
+        iacc = static_cast<std::int64_t>(x);
+        continue;
+      }
+      switch (c.op) {
+        case ReduceOp::sum:
+        case ReduceOp::avg: acc += x; iacc += static_cast<std::int64_t>(x); break;
+        case ReduceOp::prod: acc *= x; break;
+        case ReduceOp::min: acc = std::min(acc, x); break;
+        case ReduceOp::max: acc = std::max(acc, x); break;
+      }
+    }
+    double want = acc, tol = 0;
+    if (c.op == ReduceOp::avg) want = is_int(c.dtype) ? static_cast<double>(iacc / g_n) : acc / g_n;
+    if (!is_int(c.dtype) && (c.op == ReduceOp::sum || c.op == ReduceOp::avg))
+      tol = (g_n + 2) * u * abs_sum;
+    const double got = load(recv.data(), i, c.dtype);
+    if (!(std::fabs(got - want) <= tol)) {
+      if (wrong == 0) { first_wrong = i; got_first = got; want_first = want; }
+      ++wrong;
+    }
+  }
+  if (wrong)
+    fail(describe(c) + ": " + std::to_string(wrong) + " wrong elements, first at " + std::to_string(first_wrong) +
+         ": got " + std::to_string(got_first) + ", expected " + std::to_string(want_first));
+  for (std::size_t b = c.count * es; b < recv.size(); ++b)
+    if (recv[b] != kCanary) { fail(describe(c) + ": wrote past the end of recvbuf"); break; }
+  if (!c.in_place && send != send_before) fail(describe(c) + ": modified sendbuf");
+
+  // Identical bits on every rank: min and max of the hash agree.
+  const std::uint64_t h = fnv(recv.data(), c.count * es);
+  std::uint64_t hv[2] = {h, ~h}, out[2];
+  MPI_Allreduce(hv, out, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  if (out[0] != h || ~out[1] != h) fail(describe(c) + ": ranks hold different bits");
+}
+
+// quick (sanitizer builds): one straggler per case (alternating), about half the calls.
+int correctness(bool large_only, bool quick) {
+  std::uint64_t seed = 1;
+  std::vector<std::size_t> counts = {0, 1, static_cast<std::size_t>(g_n - 2), 1009};
+  if (!large_only) {
+    int cases = 0;
+    for (const std::string& algo : kAlgos)
+      for (DataType t : kTypes)
+        for (ReduceOp op : kOps)
+          for (std::size_t count : counts)
+            for (int in_place = 1; in_place >= 0; --in_place)
+              for (int straggler : {g_n - 1, 0}) {
+                if (quick && (straggler == 0) != ((cases + in_place) % 2 == 1)) continue;
+                // A small delay on a subset keeps the runtime sane (the delay is pure sleep).
+                const bool delayed = count == 1009 && (op == ReduceOp::sum || op == ReduceOp::max) &&
+                                     (t == DataType::float32 || t == DataType::float16);
+                const bool c_api = ((cases++) % 3) == 0;
+                run_case({algo, t, op, count, in_place == 1, straggler, 0, c_api, ++seed});
+                if (delayed) run_case({algo, t, op, count, in_place == 1, straggler, 3, c_api, ++seed});
+              }
+  }
+  // At least 1M elements: fewer combinations.
+  const std::size_t big = (std::size_t{1} << 20) + 3;
+  for (const std::string& algo : kAlgos) {
+    run_case({algo, DataType::float32, ReduceOp::sum, big, true, g_n - 1, 5, false, ++seed});
+    run_case({algo, DataType::bfloat16, ReduceOp::avg, big, false, 0, 0, true, ++seed});
+    run_case({algo, DataType::int64, ReduceOp::max, big, false, g_n - 1, 0, false, ++seed});
+  }
+  // Explicit pipelining factors for StragglAR (more chunks than elements included).
+  for (int k : {1, 2, 3}) {
+    for (std::size_t count : {std::size_t{5}, std::size_t{1009}}) {
+      Options o = options_for("stragglar");
+      o.pipeline = k;
+      std::vector<float> buf(count), want(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        buf[i] = static_cast<float>(g_rank + 1) * static_cast<float>(i % 7);
+        want[i] = static_cast<float>(g_n * (g_n + 1) / 2) * static_cast<float>(i % 7);
+      }
+      try {
+        allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD, o);
+        ++g_checked;
+        if (buf != want) fail("stragglar pipeline=" + std::to_string(k) + " count=" + std::to_string(count) + ": wrong result");
+      } catch (const std::exception& e) {
+        fail("stragglar pipeline=" + std::to_string(k) + ": threw " + e.what());
+      }
+    }
+  }
+  return 0;
+}
+
+// Expects fn to throw stragglar::Error with `code`; records a failure otherwise.
+template <typename F>
+void expect_error(const std::string& what, ErrorCode code, F&& fn) {
+  try {
+    fn();
+    fail(what + ": no error, expected " + to_string(code));
+  } catch (const Error& e) {
+    ++g_checked;
+    if (e.code() != code)
+      fail(what + ": got " + to_string(e.code()) + " (" + e.what() + "), expected " + to_string(code));
+    else if (g_rank == 0)
+      std::printf("ok   %s: %s: %s\n", what.c_str(), to_string(code), e.what());
+  }
+}
+
+int errors() {
+  std::vector<float> buf(100, 1.0f), out(100, 7.0f);
+  const std::vector<float> out_before = out;
+  // Mismatched straggler across ranks: Mismatch on every rank, buffers untouched.
+  {
+    Options o = options_for("stragglar");
+    o.straggler = g_rank == 0 ? 0 : g_n - 1;
+    expect_error("mismatched straggler", ErrorCode::Mismatch, [&] {
+      allreduce(buf.data(), out.data(), buf.size(), DataType::float32, ReduceOp::sum, MPI_COMM_WORLD, o);
+    });
+    if (out != out_before) fail("mismatched straggler: recvbuf modified");
+  }
+  // Mismatched count, dtype, op, algorithm.
+  expect_error("mismatched count", ErrorCode::Mismatch, [&] {
+    allreduce(buf.data(), buf.data(), g_rank == 1 ? 99 : 100, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
+  });
+  expect_error("mismatched op", ErrorCode::Mismatch, [&] {
+    allreduce(buf.data(), buf.data(), 10, DataType::float32, g_rank == 0 ? ReduceOp::max : ReduceOp::min,
+              MPI_COMM_WORLD);
+  });
+  expect_error("mismatched dtype", ErrorCode::Mismatch, [&] {
+    allreduce(buf.data(), buf.data(), 10, g_rank == 0 ? DataType::float32 : DataType::int32, ReduceOp::sum,
+              MPI_COMM_WORLD);
+  });
+  expect_error("mismatched algorithm", ErrorCode::Mismatch, [&] {
+    allreduce(buf.data(), buf.data(), 10, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD,
+              options_for(g_rank == 0 ? "ring" : "native"));
+  });
+  expect_error("mismatched pipeline", ErrorCode::Mismatch, [&] {
+    Options o = options_for("stragglar");
+    o.pipeline = g_rank == 0 ? 1 : 2;
+    allreduce(buf.data(), buf.data(), 10, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD, o);
+  });
+  // Invalid argument on one rank: InvalidUsage there, RemoteError on the others; no hang.
+  expect_error("bad straggler on rank 0", g_rank == 0 ? ErrorCode::InvalidUsage : ErrorCode::RemoteError, [&] {
+    Options o = options_for("ring");
+    o.straggler = g_rank == 0 ? g_n + 5 : -1;
+    allreduce(buf.data(), out.data(), 10, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD, o);
+  });
+  if (out != out_before) fail("bad straggler: recvbuf modified");
+  expect_error("NULL recvbuf", ErrorCode::InvalidUsage, [&] {
+    allreduce(buf.data(), nullptr, 11, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
+  });
+  expect_error("partially overlapping buffers", ErrorCode::InvalidUsage, [&] {
+    allreduce(buf.data(), buf.data() + 1, 12, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
+  });
+  expect_error("unknown algorithm name", ErrorCode::InvalidUsage, [&] { (void)options_for("bogus"); });
+  // C API: bad enum values give invalid_usage with a message, buffers untouched.
+  {
+    stragglar_options o;
+    stragglar_options_init(&o);
+    const stragglar_result r = stragglar_mpi_allreduce(buf.data(), out.data(), 10, static_cast<stragglar_dtype>(7),
+                                                       stragglar_sum, MPI_COMM_WORLD, &o);
+    ++g_checked;
+    if (r != stragglar_invalid_usage || std::strstr(stragglar_last_error(), "7") == nullptr)
+      fail(std::string("C API bad dtype: got ") + stragglar_result_string(r) + ": " + stragglar_last_error());
+    o.algorithm = static_cast<stragglar_algorithm>(6);
+    const stragglar_result r2 = stragglar_mpi_allreduce(buf.data(), out.data(), 10, stragglar_float32,
+                                                        stragglar_sum, MPI_COMM_WORLD, &o);
+    ++g_checked;
+    if (r2 != stragglar_invalid_usage || std::strstr(stragglar_last_error(), "6") == nullptr)
+      fail(std::string("C API bad algorithm: got ") + stragglar_result_string(r2) + ": " + stragglar_last_error());
+    if (out != out_before) fail("C API bad arguments: recvbuf modified");
+  }
+  // After all these errors the communicator still works (nothing was sent).
+  std::vector<float> ok(33, 1.0f);
+  try {
+    allreduce(ok.data(), ok.data(), ok.size(), DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
+    ++g_checked;
+    for (float v : ok)
+      if (v != static_cast<float>(g_n)) { fail("allreduce after errors: wrong result"); break; }
+  } catch (const std::exception& e) {
+    fail(std::string("allreduce after errors threw: ") + e.what());
+  }
+  return 0;
+}
+
+// Rank `victim` stops (or dies) after a first, successful call; the others call again and
+// must get Timeout. Survivors write their outcome to DIR/rank<r>.txt.
+int stop_peer(int victim, const std::string& dir, bool kill) {
+  std::vector<float> buf(4096, 1.0f);
+  // Set up the communicator state and the configuration while everyone is alive.
+  allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
+  const int pid = static_cast<int>(getpid());
+  std::vector<int> pids(static_cast<std::size_t>(g_n));
+  MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Comm survivors;
+  MPI_Comm_split(MPI_COMM_WORLD, g_rank == victim ? 1 : 0, g_rank, &survivors);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == victim) raise(kill ? SIGKILL : SIGSTOP);
+  std::string outcome;
+  const double t0 = MPI_Wtime();
+  try {
+    allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
+    outcome = "NO-ERROR";
+  } catch (const Error& e) {
+    outcome = std::string(e.code() == ErrorCode::Timeout ? "Timeout" : "WRONG-CODE") + " (" +
+              to_string(e.code()) + ") after " + std::to_string(MPI_Wtime() - t0) + " s: " + e.what();
+  }
+  std::fprintf(stderr, "[rank %d] %s\n", g_rank, outcome.c_str());
+  if (!dir.empty()) {
+    std::ofstream(dir + "/rank" + std::to_string(g_rank) + ".txt") << outcome << "\n";
+  }
+  // Everyone has reported: end the stopped victim so mpirun can finish (with an error status).
+  MPI_Barrier(survivors);
+  if (g_rank == (victim == 0 ? 1 : 0)) ::kill(pids[static_cast<std::size_t>(victim)], SIGKILL);
+  std::fflush(stderr);
+  std::_Exit(outcome.rfind("Timeout", 0) == 0 ? 0 : 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_n);
+  const std::string mode = argc > 1 ? argv[1] : "correctness";
+  const double t0 = MPI_Wtime();
+  if (mode == "correctness") {
+    correctness(false, argc > 2 && std::string(argv[2]) == "quick");
+  } else if (mode == "large") {
+    correctness(true, false);
+  } else if (mode == "errors") {
+    errors();
+  } else if (mode == "stop" || mode == "kill") {
+    const int victim = argc > 2 ? std::atoi(argv[2]) : g_n - 1;
+    stop_peer(victim, argc > 3 ? argv[3] : "", mode == "kill");
+  } else {
+    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, stop, kill\n", mode.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  long totals[2] = {g_failures, g_checked}, sums[2];
+  MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0)
+    std::printf("%s n=%d: %ld checks (summed over ranks), %ld failures, %.1f s\n", mode.c_str(), g_n, sums[1],
+                sums[0], MPI_Wtime() - t0);
+  MPI_Finalize();
+  return sums[0] == 0 ? 0 : 1;
+}
