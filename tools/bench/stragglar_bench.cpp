@@ -197,6 +197,26 @@ CostModel calibrate(std::size_t large) {
   return c;
 }
 
+// An --algo entry is NAME or NAME:K (a StragglAR pipeline factor for that entry only), so
+// `--algo stragglar:1,stragglar` compares the paper's schedule with auto pipelining in one run.
+struct AlgoEntry {
+  std::string name;
+  std::string pipeline;  // "" = the --pipeline value
+};
+AlgoEntry split_algo_entry(const std::string& entry) {
+  const std::size_t colon = entry.find(':');
+  if (colon == std::string::npos) return {entry, ""};
+  return {entry.substr(0, colon), entry.substr(colon + 1)};
+}
+int parse_pipeline_text(const std::string& text, const std::string& where) {
+  if (text == "auto") return kPipelineAuto;
+  std::size_t pos = 0;
+  int k = 0;
+  try { k = std::stoi(text, &pos); } catch (const std::exception&) { pos = 0; }
+  require(pos == text.size() && k >= 1, where + " '" + text + "' is not valid: expected a positive integer or auto");
+  return k;
+}
+
 // ---- one row -----------------------------------------------------------------------------------
 Row bench(const Config& cfg, const std::string& algo, std::size_t bytes, DataType t, ReduceOp op,
           const std::optional<CostModel>& cost, std::vector<char>& buf, std::vector<char>& input,
@@ -210,9 +230,10 @@ Row bench(const Config& cfg, const std::string& algo, std::size_t bytes, DataTyp
   row.algo = algo;
   row.delay_ms = cfg.ideal ? 0 : cfg.delay_ms;
   const int straggler = cfg.straggler < 0 ? g_n - 1 : cfg.straggler;
-  Options o = options_for(algo);
+  const AlgoEntry entry = split_algo_entry(algo);
+  Options o = options_for(entry.name);
   o.straggler = straggler;
-  o.pipeline = cfg.pipeline == "auto" ? kPipelineAuto : std::stoi(cfg.pipeline);
+  o.pipeline = parse_pipeline_text(entry.pipeline.empty() ? cfg.pipeline : entry.pipeline, "--pipeline");
   o.cost = cost;
   try {
     row.pipeline = resolve_pipeline(o, g_n, row.bytes);
@@ -283,7 +304,7 @@ int main(int argc, char** argv) {
   app.add_option("-c,--check", cfg.check, "Check results (0/1)")->capture_default_str()->check(CLI::Range(0, 1));
   app.add_option("-d,--datatype", cfg.dtype, "float, double, half, bfloat16, int32, int64")->capture_default_str();
   app.add_option("-o,--op", cfg.op, "sum, prod, min, max, avg")->capture_default_str();
-  app.add_option("--algo", cfg.algos, "Comma-separated: stragglar, ring, rhd, allpairs, broadcast (direct), native")
+  app.add_option("--algo", cfg.algos, "Comma-separated: stragglar, ring, rhd, allpairs, broadcast (direct), native; stragglar:K fixes the pipeline for that entry")
       ->capture_default_str();
   app.add_option("--straggler", cfg.straggler, "Straggler rank (-1 = n-1)")->capture_default_str();
   app.add_option("--delay", cfg.delay_ms, "Straggler delay after the common start, ms")->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -306,19 +327,19 @@ int main(int argc, char** argv) {
     const ReduceOp op = parse_reduce_op(cfg.op);
     require(cfg.straggler >= -1 && cfg.straggler < g_n,
             "--straggler " + std::to_string(cfg.straggler) + " is outside [0, " + std::to_string(g_n) + ") (or -1)");
-    if (cfg.pipeline != "auto") {
-      std::size_t pos = 0;
-      int k = 0;
-      try { k = std::stoi(cfg.pipeline, &pos); } catch (const std::exception&) { pos = 0; }
-      require(pos == cfg.pipeline.size() && k >= 1, "--pipeline '" + cfg.pipeline + "' is not valid: expected a positive integer or auto");
-    }
+    (void)parse_pipeline_text(cfg.pipeline, "--pipeline");
     std::vector<std::string> algos;
     {
       std::stringstream ss(cfg.algos);
       std::string a;
       while (std::getline(ss, a, ','))
         if (!a.empty()) {
-          (void)options_for(a);  // validates the name
+          const AlgoEntry entry = split_algo_entry(a);
+          (void)options_for(entry.name);  // validates the name
+          if (!entry.pipeline.empty()) {
+            require(entry.name == "stragglar", "--algo entry '" + a + "': only stragglar takes a pipeline factor");
+            (void)parse_pipeline_text(entry.pipeline, "--algo entry '" + a + "' pipeline");
+          }
           algos.push_back(a);
         }
     }
