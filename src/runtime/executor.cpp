@@ -13,12 +13,15 @@
 #include "stragglar/executor.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "stragglar/error.hpp"
 
 namespace stragglar {
 namespace {
+
+constexpr std::size_t kStageAlign = 16;  // the widest vector load of the reducers (CUDA int4)
 
 ElementRange span_range(std::size_t count, int nchunks, const ChunkSpan& s) {
   const ElementRange first = chunk_range(count, nchunks, s.first);
@@ -41,7 +44,9 @@ std::size_t Executor::scratch_bytes(const Plan& plan, std::size_t count, DataTyp
   if (plan.nchunks <= 0 || count == 0) return 0;
   const std::size_t n = static_cast<std::size_t>(plan.nchunks);
   const std::size_t max_chunk = (count + n - 1) / n;
-  return static_cast<std::size_t>(plan.max_staged_chunks_per_round) * max_chunk * size_of(t);
+  // + kStageAlign·2 per staged span: each slot starts at its destination's address modulo
+  // kStageAlign, so vectorised reduce kernels see equally aligned operands.
+  return static_cast<std::size_t>(plan.max_staged_chunks_per_round) * (max_chunk * size_of(t) + 2 * kStageAlign);
 }
 
 void Executor::run(const Plan& plan, void* buf, std::size_t count, DataType t, ReduceOp op,
@@ -74,6 +79,9 @@ void Executor::run(const Plan& plan, void* buf, std::size_t count, DataType t, R
         if (r.size() == 0) continue;
         std::byte* dst = base + r.begin * es;
         if (recv.staged) {
+          // Same address modulo kStageAlign as dst (scratch itself is kStageAlign-aligned).
+          scratch_off = (scratch_off + kStageAlign - 1) / kStageAlign * kStageAlign +
+                        reinterpret_cast<std::uintptr_t>(dst) % kStageAlign;
           std::byte* tmp = scratch_base + scratch_off;
           scratch_off += r.size() * es;
           recvs_.push_back({recv.peer, tmp, r.size() * es});
