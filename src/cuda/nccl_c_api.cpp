@@ -5,61 +5,10 @@
 #include <string>
 
 #include "stragglar/nccl.hpp"
+#include "stragglar/runtime/last_error.hpp"
 #include "stragglar/stragglar_nccl.h"
 
-// stragglar_last_error() and its thread-local string live in the shared C boundary
-// (src/runtime/c_api.cpp). Its setter is referenced weakly so that this file links against a
-// runtime that does not export one yet; with no setter the message stays in t_message below
-// (still returned by the C++ API's exceptions) and stragglar_last_error() cannot see it.
-namespace stragglar::detail {
-void set_last_error(const std::string& message) __attribute__((weak));
-}
-
-namespace {
-
-thread_local std::string t_message;
-
-void record(const char* message) {
-  t_message = message;
-  if (&stragglar::detail::set_last_error != nullptr) stragglar::detail::set_last_error(t_message);
-}
-
-stragglar_result to_result(stragglar::ErrorCode c) {
-  using stragglar::ErrorCode;
-  switch (c) {
-    case ErrorCode::InvalidUsage:
-    case ErrorCode::InvalidSchedule: return stragglar_invalid_usage;
-    case ErrorCode::Mismatch: return stragglar_mismatch;
-    case ErrorCode::Timeout: return stragglar_timeout;
-    case ErrorCode::RemoteError: return stragglar_remote_error;
-    case ErrorCode::SystemError: return stragglar_system_error;
-    case ErrorCode::Internal: return stragglar_internal_error;
-  }
-  return stragglar_internal_error;
-}
-
-template <typename F>
-stragglar_result guarded(F&& f) noexcept {
-  try {
-    f();
-    record("");
-    return stragglar_success;
-  } catch (const stragglar::Error& e) {
-    record(e.what());
-    return to_result(e.code());
-  } catch (const std::bad_alloc&) {
-    record("out of memory");
-    return stragglar_system_error;
-  } catch (const std::exception& e) {
-    record(e.what());
-    return stragglar_internal_error;
-  } catch (...) {
-    record("unknown exception");
-    return stragglar_internal_error;
-  }
-}
-
-}  // namespace
+using stragglar::detail::guarded;
 
 extern "C" {
 
