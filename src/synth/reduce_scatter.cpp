@@ -16,8 +16,10 @@ std::vector<Round> ring_pass(const std::vector<int>& members, const std::vector<
                              TransferOp op, int group_offset) {
   const int m = static_cast<int>(members.size());
   std::vector<Round> rounds;
+  rounds.reserve(static_cast<std::size_t>(m > 0 ? m - 1 : 0));
   for (int k = 0; k + 1 < m; ++k) {
     Round round;
+    round.reserve(static_cast<std::size_t>(m));
     for (int i = 0; i < m; ++i) {
       const int g = ((i + group_offset - k) % m + m) % m;
       if (groups[g].empty()) continue;

@@ -4,8 +4,9 @@
 //
 // Which builder makes the `allreduce` phase (all synthesize with σ = n-1, then relabel):
 //   n = 2^k         → Algorithm 1 of the paper (stragglar_pow2.cpp), K(n-1)+log2 n-1 rounds.
-//   any other n     → the max-matching greedy of stragglar_deadline.cpp (issue #5; at the
-//                     bound only for small n, see docs/schedules.md); the paper's LEMON
+//   any other n     → the per-round min-cost flow of stragglar_deadline.cpp (issue #5; at the
+//                     bound for 101 of the 128 even n ≤ 256, one round above it otherwise, and at the
+//                     bound wherever the paper's code has a number: docs/schedules.md); the paper's LEMON
 //                     matching method (stragglar_matching.cpp) is the fallback should it give up.
 #include <algorithm>
 #include <cmath>
@@ -80,11 +81,13 @@ void add_straggler_exchange(Round& round, int n, int r) {
 }
 
 void canonicalize(std::vector<Round>& rounds) {
+  std::vector<int> slot;
+  Round sorted;  // buffer reused across rounds (swapped with each round)
   for (Round& round : rounds) {
     // Single-port rounds have distinct senders: a bucket per sender orders them in O(n).
     int max_src = -1;
     for (const Transfer& t : round) max_src = std::max(max_src, t.src);
-    std::vector<int> slot(static_cast<std::size_t>(max_src + 1), -1);
+    slot.assign(static_cast<std::size_t>(max_src + 1), -1);
     bool distinct = true;
     for (std::size_t i = 0; i < round.size() && distinct; ++i) {
       int& s = slot[static_cast<std::size_t>(round[i].src)];
@@ -92,11 +95,11 @@ void canonicalize(std::vector<Round>& rounds) {
       s = static_cast<int>(i);
     }
     if (distinct) {
-      Round sorted;
+      sorted.clear();
       sorted.reserve(round.size());
       for (int i : slot)
         if (i >= 0) sorted.push_back(std::move(round[static_cast<std::size_t>(i)]));
-      round = std::move(sorted);
+      round.swap(sorted);
     } else {
       std::sort(round.begin(), round.end(), [](const Transfer& a, const Transfer& b) {
         return std::pair(a.src, a.dst) < std::pair(b.src, b.dst);
@@ -147,7 +150,10 @@ Schedule synthesize_stragglar(int n, int straggler, const SynthOptions& opts) {
     ar = stragglar_matching_rounds(n, K);
   }
   Phase allreduce{"allreduce", true, std::move(ar)};
-  s.phases = {std::move(rs), std::move(allreduce)};
+  // Not `s.phases = {rs, allreduce}`: an initializer_list would deep-copy every transfer.
+  s.phases.reserve(2);
+  s.phases.push_back(std::move(rs));
+  s.phases.push_back(std::move(allreduce));
 
   if (straggler == n - 1) return s;
   return relabel(s, straggler_relabeling(n, straggler));

@@ -1,26 +1,38 @@
-// StragglAR `allreduce` phase for n that is not a power of two (issue #5; paper appendix
-// "Non-Power-of-2" gives only a greedy matching method, stragglar_matching.cpp).
+// StragglAR `allreduce` phase for n that is not a power of two (issue #5; the paper's appendix
+// "Non-Power-of-2" gives only a greedy matching method, ported in stragglar_matching.cpp).
 //
 // Model (DESIGN.md, single port): per round a rank sends ≤ 1 and receives ≤ 1 transfer. Unlike
 // the paper's undirected matchings, sends need not be paired with receives (u→v, v→w is
-// allowed), which the verifier accepts and which helps odd n.
+// allowed).
 //
-// Per round r: the straggler pairing (r mod m ↔ σ on chunk r) is fixed; then a maximum
-// bipartite matching free senders → free receivers (Kuhn's augmenting paths; edge u→v when u
-// holds a full, not yet complete chunk that v lacks), which maximises the number of useful
-// receives of the round — the resource that is tight: with N = 2^⌈log2 n⌉ the whole
-// schedule has only N - n spare receive slots at the bound (docs/schedules.md). Receivers are
-// tried farthest-from-their-next-pairing first (the paper's "critical window": a rank about
-// to pair with σ cannot relay); each matched pair sends the rarest chunk (newest chunks keep
-// doubling). A few tie-break seeds; the shortest schedule wins.
+// Per round t: the straggler pairing (t mod m ↔ σ on chunk t) is fixed; the copies of the round
+// are a min-cost flow  source → free sender s → chunk c (s holds c) → free receiver v (v lacks
+// c) → sink, every arc capacity 1 except the chunk arcs. Any holder of c can serve any
+// non-holder of c, so every integral flow decomposes into a valid set of transfers, and the
+// flow maximises a weight:
+//   * every useful receive is worth kBase (dominant): the receive slots are the tight resource —
+//     with N = 2^⌈log2 n⌉ a schedule at the bound has only N − n spare receive slots in total
+//     (docs/schedules.md);
+//   * deadline tiers on the chunk arc c_in → c_out: with k rounds left after this one, chunk c
+//     must have at least hmin(k) non-straggler holders after this round to still finish in time by
+//     doubling (σ helps from round K·m on). The first hmin(k) − h deliveries of c earn
+//     kTier[0], the next ones up to hmin(k−1) kTier[1], then kTier[2]; beyond that 0;
+//   * a receiver that holds no active chunk yet earns kFresh (it becomes a new sender: early
+//     rounds are pure doubling, the paper's "chunk-free ranks"), and every active chunk the
+//     receiver already holds costs kPerActive: spreading the active chunks evenly keeps every
+//     rank able to send something useful in the next rounds (this one term took the number of
+//     even n ≤ 256 at the bound with a single seed from ~15 to 61);
+//   * a small pseudo-random tie-break per (seed, round, chunk, receiver).
+// Solved by primal–dual successive shortest paths (Dijkstra with potentials, blocking flow on
+// the zero-reduced-cost arcs). Attempts with different seeds; the shortest schedule wins. For
+// K = 1 and even n ≤ 256 a table (kBestSeed, produced offline by trying seeds)
+// gives the first seed that reached our best count, so synthesis of those takes one attempt.
 //
-// Status: verified for every n, but NOT at the bound for most non-power-of-2 n (see
-// docs/schedules.md for the measured table). Deterministic (fixed seeds).
+// Deterministic: integer costs and a hash-based tie-break, no std distributions.
 #include <algorithm>
 #include <cstdint>
-#include <functional>
-#include <numeric>
-#include <random>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "stragglar/error.hpp"
@@ -30,161 +42,357 @@ namespace stragglar::detail {
 
 namespace {
 
-// Restarts with other tie-breaks; one for large n, whose attempts cost O(n^3) each.
-constexpr std::uint64_t kSeedsSmall = 3;
-constexpr int kSmallN = 64;
+constexpr long long kBase = 1000;
+constexpr long long kTier[3] = {200, 50, 10};
+constexpr long long kFresh = 20;
+constexpr long long kPerActive = 20;
+constexpr std::uint64_t kNoise = 8;
 
-class Bits {
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Min-cost flow, integer costs, arcs added per round into reused storage. Arcs are collected as
+// a list, then laid out per tail node (CSR, each node's arcs in reverse insertion order) for
+// the search loops.
+class Flow {
  public:
-  Bits() = default;
-  explicit Bits(int size) : w_((size + 63) / 64, 0) {}
-  bool test(int i) const { return (w_[i >> 6] >> (i & 63)) & 1U; }
-  void set(int i) { w_[i >> 6] |= std::uint64_t{1} << (i & 63); }
-  void clear(int i) { w_[i >> 6] &= ~(std::uint64_t{1} << (i & 63)); }
-  const std::vector<std::uint64_t>& words() const { return w_; }
+  void reset(int nodes) {
+    nodes_ = nodes;
+    ea_.clear();
+    eb_.clear();
+    ecap_.clear();
+    ecost_.clear();
+  }
+  void add(int a, int b, int cap, long long cost) {
+    ea_.push_back(a);
+    eb_.push_back(b);
+    ecap_.push_back(cap);
+    ecost_.push_back(cost);
+  }
+  // After run(): arcs out of `node` as [begin, end) positions; forward arcs carry flow.
+  int begin(int node) const { return off_[static_cast<std::size_t>(node)]; }
+  int end(int node) const { return off_[static_cast<std::size_t>(node) + 1]; }
+  int to(int p) const { return to_[static_cast<std::size_t>(p)]; }
+  bool forward(int p) const { return fwd_[static_cast<std::size_t>(p)] != 0; }
+  // Flow on the forward arc of the pair p belongs to (a reverse arc's residual is that flow).
+  int flow_on(int p) const {
+    return forward(p) ? cap_[static_cast<std::size_t>(rev_[static_cast<std::size_t>(p)])] : cap_[static_cast<std::size_t>(p)];
+  }
+
+  // Maximum-weight flow s → t (stops when the cheapest augmenting path has cost ≥ 0). Nodes
+  // must be numbered so that every forward arc goes from a lower to a higher index (a DAG),
+  // which gives the initial potentials in one pass.
+  void run(int s, int t) {
+    build();
+    const int nodes = nodes_;
+    constexpr long long kInf = std::numeric_limits<long long>::max() / 4;
+    pi_.assign(static_cast<std::size_t>(nodes), kInf);
+    pi_[static_cast<std::size_t>(s)] = 0;
+    for (int u = 0; u < nodes; ++u) {
+      if (pi_[static_cast<std::size_t>(u)] == kInf) continue;
+      for (int a = begin(u); a < end(u); ++a)
+        if (cap_[static_cast<std::size_t>(a)] > 0) {
+          const int v = to_[static_cast<std::size_t>(a)];
+          pi_[static_cast<std::size_t>(v)] =
+              std::min(pi_[static_cast<std::size_t>(v)], pi_[static_cast<std::size_t>(u)] + cost_[static_cast<std::size_t>(a)]);
+        }
+    }
+    for (auto& p : pi_)
+      if (p == kInf) p = 0;  // unreachable: never on a path
+    if (pi_[static_cast<std::size_t>(t)] >= 0) return;
+    dist_.resize(static_cast<std::size_t>(nodes));
+    cur_.resize(static_cast<std::size_t>(nodes));
+    dead_.resize(static_cast<std::size_t>(nodes));
+    seen_.assign(static_cast<std::size_t>(nodes), 0);
+    stamp_ = 0;
+    while (true) {
+      // Dijkstra on reduced costs (non-negative on residual arcs; small integers, so Dial's
+      // buckets). Stops once t is settled: later nodes get dist ≥ dist(t), clamped below.
+      std::fill(dist_.begin(), dist_.end(), kInf);
+      dist_[static_cast<std::size_t>(s)] = 0;
+      for (auto& b : buckets_) b.clear();
+      if (buckets_.empty()) buckets_.resize(1);
+      buckets_[0].push_back(s);
+      for (std::size_t d = 0; d < buckets_.size(); ++d) {
+        if (dist_[static_cast<std::size_t>(t)] < static_cast<long long>(d)) break;
+        for (std::size_t bi = 0; bi < buckets_[d].size(); ++bi) {
+          const int u = buckets_[d][bi];
+          if (dist_[static_cast<std::size_t>(u)] != static_cast<long long>(d)) continue;
+          const long long base = static_cast<long long>(d) + pi_[static_cast<std::size_t>(u)];
+          for (int a = begin(u), e = end(u); a < e; ++a) {
+            if (cap_[static_cast<std::size_t>(a)] <= 0) continue;
+            const int v = to_[static_cast<std::size_t>(a)];
+            const long long nd = base + cost_[static_cast<std::size_t>(a)] - pi_[static_cast<std::size_t>(v)];
+            if (nd < dist_[static_cast<std::size_t>(v)]) {
+              dist_[static_cast<std::size_t>(v)] = nd;
+              if (static_cast<std::size_t>(nd) >= buckets_.size()) buckets_.resize(static_cast<std::size_t>(nd) + 1);
+              buckets_[static_cast<std::size_t>(nd)].push_back(v);
+            }
+          }
+        }
+      }
+      const long long dt = dist_[static_cast<std::size_t>(t)];
+      if (dt >= kInf) return;
+      for (int v = 0; v < nodes; ++v) pi_[static_cast<std::size_t>(v)] += std::min(dist_[static_cast<std::size_t>(v)], dt);
+      if (pi_[static_cast<std::size_t>(t)] - pi_[static_cast<std::size_t>(s)] >= 0) return;  // no profit left
+      // Blocking flow on the arcs of reduced cost 0.
+      for (int v = 0; v < nodes; ++v) {
+        cur_[static_cast<std::size_t>(v)] = begin(v);
+        dead_[static_cast<std::size_t>(v)] = 0;
+      }
+      while (augment(s, t)) {
+      }
+    }
+  }
 
  private:
-  std::vector<std::uint64_t> w_;
-};
-
-struct Attempt {
-  int n, m, K, L, nchunks, R, sigma, cap;
-  std::uint64_t seed;
-  std::vector<Bits> has;          // has[x]: full chunks on non-straggler x
-  std::vector<int> holders;       // holders[c]: ranks (σ included once it has c) holding c full
-  std::vector<std::vector<int>> holder_list;  // non-straggler holders of c
-  std::vector<Round> rounds;
-  Bits incomplete;  // full chunks not yet on every rank
-  Bits sigma_has;
-
-  int next_busy(int x, int r) const {  // next round ≥ r in which x pairs with σ; large if never
-    int g = r + ((x - r) % m + m) % m;
-    return g < nchunks ? g : 1 << 28;
+  void build() {
+    const auto arcs = 2 * ea_.size();
+    off_.assign(static_cast<std::size_t>(nodes_) + 1, 0);
+    for (std::size_t k = 0; k < ea_.size(); ++k) {
+      ++off_[static_cast<std::size_t>(ea_[k]) + 1];
+      ++off_[static_cast<std::size_t>(eb_[k]) + 1];
+    }
+    for (int u = 0; u < nodes_; ++u) off_[static_cast<std::size_t>(u) + 1] += off_[static_cast<std::size_t>(u)];
+    fill_.assign(off_.begin(), off_.end() - 1);
+    to_.resize(arcs);
+    cap_.resize(arcs);
+    cost_.resize(arcs);
+    rev_.resize(arcs);
+    fwd_.resize(arcs);
+    pos_[0].resize(ea_.size());
+    pos_[1].resize(ea_.size());
+    // Arc ids 2k (forward) and 2k+1 (reverse) in reverse id order: each node's list starts
+    // with its most recently added arc (the order of a linked list with head insertion).
+    for (std::size_t id = arcs; id-- > 0;) {
+      const std::size_t k = id / 2;
+      const bool f = (id & 1U) == 0;
+      const int tail = f ? ea_[k] : eb_[k];
+      const auto p = static_cast<std::size_t>(fill_[static_cast<std::size_t>(tail)]++);
+      to_[p] = f ? eb_[k] : ea_[k];
+      cap_[p] = f ? ecap_[k] : 0;
+      cost_[p] = f ? ecost_[k] : -ecost_[k];
+      fwd_[p] = f ? 1 : 0;
+      pos_[id & 1U][k] = static_cast<int>(p);
+    }
+    for (std::size_t k = 0; k < ea_.size(); ++k) {
+      rev_[static_cast<std::size_t>(pos_[0][k])] = pos_[1][k];
+      rev_[static_cast<std::size_t>(pos_[1][k])] = pos_[0][k];
+    }
   }
-  int deadline(int c) const { return c == nchunks - 1 ? R - 1 : std::min(c + L, R - 1); }
 
-  bool run() {
-    std::mt19937_64 rng(seed);
-    has.assign(m, Bits(nchunks));
-    holders.assign(nchunks, 0);
-    holder_list.assign(nchunks, {});
-    rounds.clear();
-    incomplete = Bits(nchunks);
-    sigma_has = Bits(nchunks);
-    int complete = 0;  // chunks held by all n ranks
-    for (int r = 0; complete < nchunks; ++r) {
-      if (r >= cap) return false;
-      Round& round = rounds.emplace_back();
-      const int busy = r < nchunks ? r % m : -1;
-      if (busy >= 0) add_straggler_exchange(round, n, r);
-      const bool sigma_free = r >= nchunks;
-      std::vector<char> send_used(n, 0), recv_used(m, 0);
-      if (busy >= 0) send_used[busy] = recv_used[busy] = 1;
-      if (!sigma_free) send_used[sigma] = 1;
-      std::vector<std::pair<int, int>> got;  // (rank, chunk)
-
-      // Incomplete full chunks by deadline.
-      std::vector<int> chunks;
-      for (int c = 0; c < std::min(r, nchunks); ++c)
-        if (holders[c] < n) chunks.push_back(c);
-      std::stable_sort(chunks.begin(), chunks.end(),
-                       [&](int a, int b) { return deadline(a) < deadline(b); });
-
-      auto send = [&](int from, int to, int c) {
-        send_used[from] = 1;
-        recv_used[to] = 1;
-        round.push_back({from, to, {c}, TransferOp::copy});
-        got.emplace_back(to, c);
-      };
-      // Maximum bipartite matching senders -> receivers (Kuhn), senders tried in order of
-      // their most urgent chunk, receivers in order of distance to their next pairing.
-      std::vector<int> S, V;
-      for (int x = 0; x < n; ++x)
-        if (!send_used[x]) S.push_back(x);
-      for (int y = 0; y < m; ++y)
-        if (!recv_used[y]) V.push_back(y);
-      // Best chunk u can give v: among the incomplete full chunks u holds and v lacks, the
-      // one with the fewest holders (rarest first keeps the newest chunks doubling).
-      const auto& live = incomplete.words();
-      auto useful = [&](int u, int v) {
-        int best = -1;
-        const auto& hv = has[v].words();
-        for (std::size_t w = 0; w < live.size(); ++w) {
-          std::uint64_t d = live[w] & ~hv[w];
-          if (u != sigma) d &= has[u].words()[w];
-          else d &= sigma_has.words()[w];
-          while (d) {
-            const int c = static_cast<int>(w * 64) + __builtin_ctzll(d);
-            d &= d - 1;
-            if (best < 0 || holders[c] < holders[best]) best = c;
-          }
-        }
-        return best;
-      };
-      std::shuffle(V.begin(), V.end(), rng);
-      std::stable_sort(V.begin(), V.end(), [&](int a2, int b2) { return next_busy(a2, r + 1) > next_busy(b2, r + 1); });
-      std::vector<std::vector<int>> adj(n);
-      auto can_give = [&](int u, int v) {
-        const auto& hv = has[v].words();
-        const auto& hu = u == sigma ? sigma_has.words() : has[u].words();
-        for (std::size_t w = 0; w < live.size(); ++w)
-          if (live[w] & ~hv[w] & hu[w]) return true;
-        return false;
-      };
-      for (int u : S)
-        for (int v : V)
-          if (u != v && can_give(u, v)) adj[u].push_back(v);
-      std::vector<int> match_of_v(m, -1);
-      std::vector<int> seen(m, -1);
-      std::function<bool(int, int)> augment = [&](int u, int stamp) {
-        for (int v : adj[u]) {
-          if (seen[v] == stamp) continue;
-          seen[v] = stamp;
-          if (match_of_v[v] < 0 || augment(match_of_v[v], stamp)) {
-            match_of_v[v] = u;
-            return true;
-          }
-        }
-        return false;
-      };
-      std::shuffle(S.begin(), S.end(), rng);
-      int stamp = 0;
-      for (int u : S) augment(u, stamp++);
-      for (int v : V)
-        if (match_of_v[v] >= 0) send(match_of_v[v], v, useful(match_of_v[v], v));
-      for (auto [x, c] : got) {
-        has[x].set(c);
-        if (++holders[c] == n) {
-          ++complete;
-          incomplete.clear(c);
-        }
-        holder_list[c].push_back(x);
+  // One unit along zero-reduced-cost arcs (iterative DFS with current-arc pointers).
+  // A node left without reaching t is marked dead for the rest of the phase (zero-cost cycles
+  // make that approximate; the next Dijkstra finds whatever it missed).
+  bool augment(int s, int t) {
+    path_.clear();
+    ++stamp_;
+    int u = s;
+    seen_[static_cast<std::size_t>(s)] = stamp_;
+    while (u != t) {
+      int& a = cur_[static_cast<std::size_t>(u)];
+      const int e = end(u);
+      for (; a < e; ++a) {
+        const auto ua = static_cast<std::size_t>(a);
+        const int v = to_[ua];
+        if (cap_[ua] > 0 && !dead_[static_cast<std::size_t>(v)] && seen_[static_cast<std::size_t>(v)] != stamp_ &&
+            cost_[ua] + pi_[static_cast<std::size_t>(u)] - pi_[static_cast<std::size_t>(v)] == 0)
+          break;
       }
-      if (busy >= 0) {
-        has[busy].set(r);
-        holders[r] += 2;
-        sigma_has.set(r);
-        if (holders[r] == n) ++complete;
-        else incomplete.set(r);
-        holder_list[r].push_back(busy);
+      if (a >= e) {
+        dead_[static_cast<std::size_t>(u)] = 1;
+        if (path_.empty()) return false;
+        u = to_[static_cast<std::size_t>(rev_[static_cast<std::size_t>(path_.back())])];
+        path_.pop_back();
+        continue;
       }
+      path_.push_back(a);
+      u = to_[static_cast<std::size_t>(a)];
+      seen_[static_cast<std::size_t>(u)] = stamp_;
+    }
+    for (int a : path_) {
+      --cap_[static_cast<std::size_t>(a)];
+      ++cap_[static_cast<std::size_t>(rev_[static_cast<std::size_t>(a)])];
     }
     return true;
   }
+
+  int nodes_ = 0;
+  std::vector<int> ea_, eb_, ecap_;
+  std::vector<long long> ecost_;
+  std::vector<int> off_, fill_, to_, cap_, rev_;
+  std::vector<char> fwd_;
+  std::vector<int> pos_[2];
+  std::vector<long long> cost_, pi_, dist_;
+  std::vector<int> cur_, path_;
+  std::vector<char> dead_;
+  std::vector<int> seen_;
+  int stamp_ = 0;
+  std::vector<std::vector<int>> buckets_;
+};
+
+struct Attempt {
+  int n, m, nchunks, R;  // R: target rounds (the bound) — deadlines are measured against it
+  std::uint64_t seed;
+  int cap;  // give up after this many rounds
+
+  // Rounds of pure doubling from h non-straggler holders before round tt until all m hold it.
+  int need(int h, int tt) const {
+    int k = 0;
+    while (h < m) {
+      h += h + (tt >= nchunks ? 1 : 0);
+      ++tt;
+      ++k;
+    }
+    return k;
+  }
+  // Fewest holders before round tt from which k rounds of doubling reach m (m + 1: impossible).
+  int hmin(int k, int tt) const {
+    if (k < 0) return m + 1;
+    int lo = 1, hi = m;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (need(mid, tt) <= k) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  }
+
+  std::optional<std::vector<Round>> run() const {
+    const int sigma = n - 1;
+    std::vector<std::vector<char>> has(static_cast<std::size_t>(m), std::vector<char>(static_cast<std::size_t>(nchunks), 0));
+    std::vector<int> hold(static_cast<std::size_t>(nchunks), 0);  // non-straggler holders
+    std::vector<int> active;                                      // born, not on every rank
+    std::vector<Round> rounds;
+    std::vector<int> nact(static_cast<std::size_t>(m));
+    std::vector<int> sender_arc_from, sender_chunk;
+    std::vector<std::pair<int, int>> got;
+    Flow f;
+    for (int t = 0;; ++t) {
+      if (t >= nchunks && active.empty()) return rounds;
+      if (t >= cap) return std::nullopt;
+      Round& round = rounds.emplace_back();
+      const int busy = t < nchunks ? t % m : -1;
+      const bool sigma_free = t >= nchunks;
+      if (busy >= 0) add_straggler_exchange(round, n, t);
+      const int C = static_cast<int>(active.size());
+      // Nodes: 0 source, 1..n senders (rank x → 1 + x), chunk in/out, receivers, sink (last).
+      const int S0 = 1, CI = S0 + n, CO = CI + C, V0 = CO + C, sink = V0 + m;
+      f.reset(sink + 1);
+      std::fill(nact.begin(), nact.end(), 0);
+      for (int c : active)
+        for (int v = 0; v < m; ++v) nact[static_cast<std::size_t>(v)] += has[static_cast<std::size_t>(v)][static_cast<std::size_t>(c)];
+      for (int x = 0; x < n; ++x) {
+        if (x == busy || (x == sigma && !sigma_free)) continue;
+        if (x != sigma && nact[static_cast<std::size_t>(x)] == 0) continue;
+        f.add(0, S0 + x, 1, 0);
+        for (int i = 0; i < C; ++i)
+          if (x == sigma || has[static_cast<std::size_t>(x)][static_cast<std::size_t>(active[static_cast<std::size_t>(i)])])
+            f.add(S0 + x, CI + i, 1, 0);
+      }
+      const int k = R - 1 - t;  // rounds left after this one
+      const int T0 = std::min(m, hmin(k, t + 1)), T1 = std::min(m, hmin(k - 1, t + 1)),
+                T2 = std::min(m, hmin(k - 2, t + 1));
+      for (int i = 0; i < C; ++i) {
+        const int c = active[static_cast<std::size_t>(i)];
+        const int h = hold[static_cast<std::size_t>(c)];
+        const int t0 = std::max(h, T0), t1 = std::max(t0, T1), t2 = std::max(t1, T2);
+        if (t0 > h) f.add(CI + i, CO + i, t0 - h, -kTier[0]);
+        if (t1 > t0) f.add(CI + i, CO + i, t1 - t0, -kTier[1]);
+        if (t2 > t1) f.add(CI + i, CO + i, t2 - t1, -kTier[2]);
+        f.add(CI + i, CO + i, n, 0);
+        for (int v = 0; v < m; ++v) {
+          if (v == busy || has[static_cast<std::size_t>(v)][static_cast<std::size_t>(c)]) continue;
+          long long w = kBase + (nact[static_cast<std::size_t>(v)] == 0 ? kFresh : 0) -
+                        kPerActive * nact[static_cast<std::size_t>(v)];
+          w += static_cast<long long>(
+              mix(seed * 0x100000001b3ULL ^ mix((static_cast<std::uint64_t>(t) << 40) ^
+                                                 (static_cast<std::uint64_t>(c) << 20) ^ static_cast<std::uint64_t>(v))) %
+              kNoise);
+          f.add(CO + i, V0 + v, 1, -w);
+        }
+      }
+      for (int v = 0; v < m; ++v)
+        if (v != busy) f.add(V0 + v, sink, 1, 0);
+      f.run(0, sink);
+
+      // Decompose: per chunk, its senders and its receivers, paired in order.
+      got.clear();
+      for (int i = 0; i < C; ++i) {
+        sender_arc_from.clear();
+        // senders of chunk i: reverse arcs out of CI + i that carry flow back to a sender node
+        for (int a = f.begin(CI + i); a < f.end(CI + i); ++a) {
+          const int u = f.to(a);
+          if (u >= S0 && u < CI && !f.forward(a) && f.flow_on(a) > 0) sender_arc_from.push_back(u - S0);
+        }
+        std::size_t j = 0;
+        const int c = active[static_cast<std::size_t>(i)];
+        for (int a = f.begin(CO + i); a < f.end(CO + i); ++a) {
+          const int v = f.to(a);
+          if (v >= V0 && v < sink && f.forward(a) && f.flow_on(a) > 0) {
+            const int from = sender_arc_from.at(j++);
+            round.push_back({from, v - V0, {c}, TransferOp::copy});
+            got.emplace_back(v - V0, c);
+          }
+        }
+      }
+      for (auto [v, c] : got) {
+        has[static_cast<std::size_t>(v)][static_cast<std::size_t>(c)] = 1;
+        ++hold[static_cast<std::size_t>(c)];
+      }
+      if (busy >= 0) {
+        has[static_cast<std::size_t>(busy)][static_cast<std::size_t>(t)] = 1;
+        ++hold[static_cast<std::size_t>(t)];
+        active.push_back(t);
+      }
+      std::erase_if(active, [&](int c) { return hold[static_cast<std::size_t>(c)] >= m; });
+    }
+  }
+};
+
+// Offline search with stragglar_flow_attempt (the disabled test `StragglarSynth.DISABLED_SeedSearch`
+// does the basic part): for K = 1 and even n (index n/2), the first seed that reached the best
+// round count among seeds 1..64 (n ≤ 64; up to 1500 for those still above the bound), 1..32
+// (n ≤ 128; up to 200 for those above), 1..8 (n > 128; up to 30 for those above). 0 = not tabled (powers of two use
+// Algorithm 1).
+constexpr int kTableSize = 129;
+constexpr std::uint64_t kBestSeed[kTableSize] = {
+    0, 0, 0, 1, 0, 1, 1, 6, 0, 1, 1, 2, 2, 1, 16, 236, 0, 1, 1, 1, 1, 1, 1, 1, 1, 16, 7, 69, 75,
+    1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 5, 7, 1, 15, 1, 10, 10, 54, 58, 18,
+    1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1,
+    2, 1, 1, 1, 1, 1, 3, 2, 2, 3, 1, 2, 2, 1, 3, 15, 2, 2, 4, 12, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 0,
 };
 
 }  // namespace
+
+std::optional<std::vector<Round>> stragglar_flow_attempt(int n, int pipeline, std::uint64_t seed, int cap) {
+  const int m = n - 1;
+  const Attempt a{n, m, pipeline * m, pipeline * m + ceil_log2(n) - 1, seed, cap};
+  return a.run();
+}
 
 std::optional<std::vector<Round>> stragglar_deadline_rounds(int n, int pipeline, int target_rounds) {
   require(n >= 2 && pipeline >= 1, "stragglar_deadline_rounds: n = " + std::to_string(n) +
                                        ", pipeline = " + std::to_string(pipeline) + ", expected n >= 2, pipeline >= 1");
   const int m = n - 1;
   std::optional<std::vector<Round>> best;
-  const std::uint64_t seeds = n <= kSmallN ? kSeedsSmall : 1;
-  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+  std::vector<std::uint64_t> seeds;
+  if (pipeline == 1 && n % 2 == 0 && n / 2 < kTableSize && kBestSeed[n / 2] != 0) {
+    seeds.push_back(kBestSeed[n / 2]);  // the best of the offline search: nothing to add
+  } else {
+    // Work of one attempt ~ rounds · m · active chunks; keep the untabled search bounded.
+    const long long work = static_cast<long long>(pipeline) * m * m;
+    const int extra = work <= 2000 ? 16 : work <= 20000 ? 4 : 1;
+    for (int s = 1; s <= extra; ++s) seeds.push_back(static_cast<std::uint64_t>(s));
+  }
+  for (std::uint64_t seed : seeds) {
     const int cap = best ? static_cast<int>(best->size()) : 2 * pipeline * m + 4 * ceil_log2(n) + 16;
-    Attempt a{n, m, pipeline, ceil_log2(n), pipeline * m, target_rounds, n - 1, cap, seed, {}, {}, {}, {}, {}, {}};
-    if (a.run()) best = std::move(a.rounds);
+    if (auto r = stragglar_flow_attempt(n, pipeline, seed, cap)) best = std::move(r);
     if (best && static_cast<int>(best->size()) <= target_rounds) break;
   }
   if (best) canonicalize(*best);

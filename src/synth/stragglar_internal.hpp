@@ -8,6 +8,7 @@
 // `copy` transfers; a round is single-port (each rank sends ≤ 1 and receives ≤ 1 transfer,
 // every transfer carries exactly one chunk, so each round costs one chunk of bandwidth).
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -28,10 +29,16 @@ std::vector<Round> stragglar_pow2_rounds(int n, int pipeline);
 // other, 1 if one way. No round guarantee. src/synth/stragglar_matching.cpp.
 std::vector<Round> stragglar_matching_rounds(int n, int pipeline);
 
-// Issue #5: deadline-driven synthesis that reaches K(n-1) + ⌈log2 n⌉ - 1 rounds (the bound
-// for K = 1) when it succeeds; nullopt when its search gives up within `max_rounds` rounds.
+// Issue #5: per-round min-cost flow with deadline tiers (see the file); aims at
+// target_rounds = K(n-1) + ⌈log2 n⌉ - 1 (the bound for K = 1), returns the shortest schedule
+// of its attempts (a seed table for even n ≤ 256, K = 1). nullopt only if every attempt ran
+// past 2·K·(n-1) + 4⌈log2 n⌉ + 16 rounds (never observed).
 // src/synth/stragglar_deadline.cpp.
 std::optional<std::vector<Round>> stragglar_deadline_rounds(int n, int pipeline, int target_rounds);
+
+// One attempt of that method with tie-break `seed`; nullopt if it needs more than `cap` rounds.
+// (Exposed for the offline seed search that fills its table.)
+std::optional<std::vector<Round>> stragglar_flow_attempt(int n, int pipeline, std::uint64_t seed, int cap);
 
 // Straggler pairings of round r (r < K·m): transfers σ ↔ r mod m on chunk r.
 void add_straggler_exchange(Round& round, int n, int r);

@@ -61,11 +61,17 @@ std::vector<Round> stragglar_pow2_rounds(int n, int pipeline) {
   };
 
   std::vector<Round> rounds(total_rounds);
+  std::vector<int> received(m);
+  std::vector<int> P, Q;
+  P.reserve(m);
+  Q.reserve(m + 1);
+  std::vector<std::vector<int>> by_chunk(L);  // by_chunk[a]: holders of c_{oldest+1+a}
   for (int r = 0; r < total_rounds; ++r) {
     Round& round = rounds[r];
+    round.reserve(static_cast<std::size_t>(n));
     const int busy = r < nchunks ? r % m : -1;
     if (busy >= 0) add_straggler_exchange(round, n, r);
-    std::vector<int> received(m, -1);  // chunk received by x this round (copy), -1 none
+    std::fill(received.begin(), received.end(), -1);  // chunk received by x this round, -1 none
 
     if (r < L) {
       // Phase 1 (Lemma 1). Rule 1: rank r-1 → rank r-1+L with c_{r-1}.
@@ -87,10 +93,9 @@ std::vector<Round> stragglar_pow2_rounds(int n, int pipeline) {
       const int oldest = r - L;
       // P in order of next pairing with σ (rank r+1 first, then r+2, ...; ranks that never
       // pair again last), Q in order of its chunk (bucketed by age).
-      std::vector<int> P, Q;
-      P.reserve(m);
-      Q.reserve(m);
-      std::vector<std::vector<int>> by_chunk(L);  // by_chunk[a]: holders of c_{oldest+1+a}
+      P.clear();
+      Q.clear();
+      for (auto& bucket : by_chunk) bucket.clear();
       for (int i = 0; i < m; ++i) {
         const int x = (r + 1 + i) % m;
         if (x == busy) continue;
