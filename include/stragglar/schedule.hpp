@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "stragglar/chunk_list.hpp"
+
 namespace stragglar {
 
 // reduce: dst[c] = dst[c] (+) src[c];  copy: dst[c] = src[c].
@@ -20,7 +22,7 @@ const char* to_string(TransferOp op) noexcept;
 struct Transfer {
   int src = 0;
   int dst = 0;
-  std::vector<int> chunks;  // chunk indices in [0, nchunks), ascending
+  ChunkList chunks;  // chunk indices in [0, nchunks), ascending
   TransferOp op = TransferOp::reduce;
   bool operator==(const Transfer&) const = default;
 };

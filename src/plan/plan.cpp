@@ -10,6 +10,7 @@
 #include "stragglar/plan.hpp"
 
 #include <algorithm>
+#include <span>
 #include <string>
 
 #include "stragglar/error.hpp"
@@ -17,8 +18,8 @@
 namespace stragglar {
 namespace {
 
-std::vector<ChunkSpan> merge_chunks(const std::vector<int>& chunks) {
-  std::vector<int> sorted = chunks;
+std::vector<ChunkSpan> merge_chunks(std::span<const int> chunks) {
+  std::vector<int> sorted(chunks.begin(), chunks.end());
   std::sort(sorted.begin(), sorted.end());
   std::vector<ChunkSpan> spans;
   for (int c : sorted) {

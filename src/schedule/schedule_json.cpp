@@ -37,7 +37,7 @@ int get_int(const json& v, const std::string& where, long long lo, long long hi)
 }
 
 json transfer_to_json(const Transfer& t) {
-  return json{{"src", t.src}, {"dst", t.dst}, {"chunks", t.chunks}, {"op", to_string(t.op)}};
+  return json{{"src", t.src}, {"dst", t.dst}, {"chunks", std::vector<int>(t.chunks.begin(), t.chunks.end())}, {"op", to_string(t.op)}};
 }
 
 Transfer transfer_from_json(const json& j, const std::string& where, int nranks, int nchunks) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <sstream>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -60,7 +61,7 @@ class RankSet {
 
 using SetPtr = std::shared_ptr<const RankSet>;
 
-std::string chunk_list(const std::vector<int>& chunks) {
+std::string chunk_list(std::span<const int> chunks) {
   std::string s = "[";
   for (std::size_t i = 0; i < chunks.size() && i < 8; ++i) {
     if (i) s += ',';
