@@ -51,10 +51,12 @@ struct SynthArgs {
   bool pretty = false;
 };
 
-CostModel cost_from(const std::string& alpha, const std::string& bandwidth) {
+// reduce_bandwidth "" = γ not modelled (the paper's α-β model).
+CostModel cost_from(const std::string& alpha, const std::string& bandwidth, const std::string& reduce_bandwidth = "") {
   CostModel c;
   c.alpha_s = parse_duration_s(alpha);
   c.beta_s_per_byte = 1.0 / parse_bandwidth_Bps(bandwidth);
+  if (!reduce_bandwidth.empty()) c.gamma_s_per_byte = 1.0 / parse_bandwidth_Bps(reduce_bandwidth);
   return c;
 }
 
@@ -93,6 +95,7 @@ struct SimArgs {
   std::optional<int> straggler;
   std::string pipeline = "1";
   std::string alpha = "3us", bandwidth = "450GiB/s", delay = "ideal", format = "table";
+  std::string reduce_bandwidth;  // empty: reductions cost nothing (γ = 0)
 };
 
 struct SimRow {
@@ -102,7 +105,7 @@ struct SimRow {
 };
 
 int run_simulate(const SimArgs& a) {
-  const CostModel cost = cost_from(a.alpha, a.bandwidth);
+  const CostModel cost = cost_from(a.alpha, a.bandwidth, a.reduce_bandwidth);
   const std::size_t bytes = parse_bytes(a.bytes);
   require(bytes > 0, "bytes = 0, expected a positive buffer size");
   Delay delay;
@@ -156,7 +159,8 @@ int run_simulate(const SimArgs& a) {
     std::cout << "algorithm,nranks,bytes,pipeline,rounds,delay_us,time_us,exposed_us,algbw_GBps,speedup_vs_ring\n";
   } else {
     std::cout << "# n=" << a.nranks << " size=" << format_bytes(bytes) << " alpha=" << cost.alpha_s * 1e6
-              << "us bandwidth=" << 1.0 / cost.beta_s_per_byte / 1e9 << "GB/s delay=" << a.delay << "\n"
+              << "us bandwidth=" << 1.0 / cost.beta_s_per_byte / 1e9 << "GB/s"
+              << (a.reduce_bandwidth.empty() ? "" : " reduce-bandwidth=" + a.reduce_bandwidth) << " delay=" << a.delay << "\n"
               << "# time: from the others' arrival; exposed: from the straggler's arrival; algbw = size/exposed\n";
     std::cout << std::left << std::setw(11) << "algorithm" << std::right << std::setw(5) << "K" << std::setw(8)
               << "rounds" << std::setw(13) << "delay(us)" << std::setw(13) << "time(us)" << std::setw(13)
@@ -211,6 +215,8 @@ int main(int argc, char** argv) {
   sim->add_option("--pipeline,-k", ma.pipeline, "StragglAR: chunks per rank K, or auto")->capture_default_str();
   sim->add_option("--alpha", ma.alpha, "latency per message (ns/us/ms/s)")->capture_default_str();
   sim->add_option("--bandwidth", ma.bandwidth, "link bandwidth (GB/s, GiB/s ...)")->capture_default_str();
+  sim->add_option("--reduce-bandwidth", ma.reduce_bandwidth,
+                  "bytes/s a rank reduces (adds the gamma term: a reduce receive costs bytes/this more); default: free");
   sim->add_option("--delay", ma.delay, "straggler delay: ideal (hides every no-wait phase), 0 (worst case) or a duration")
       ->capture_default_str();
   sim->add_option("--format", ma.format, "table, csv or json")->capture_default_str()->check(CLI::IsMember({"table", "csv", "json"}));

@@ -1,4 +1,6 @@
-// The α-β cost model (paper §3): sending m bytes takes α + m·β.
+// The α-β cost model (paper §3): sending m bytes takes α + m·β. An optional γ term (the
+// α-β-γ model of Thakur, Rabenseifner & Gropp, 2005) charges γ per byte a rank reduces into
+// its buffer after a `reduce` receive; γ = 0, the default, is the paper's model exactly.
 #pragma once
 
 namespace stragglar {
@@ -6,6 +8,7 @@ namespace stragglar {
 struct CostModel {
   double alpha_s = 3e-6;                                   // per-message latency, seconds
   double beta_s_per_byte = 1.0 / (450.0 * 1073741824.0);   // 1 / bandwidth (450 GiB/s)
+  double gamma_s_per_byte = 0.0;                           // reduction time per byte; 0: not modelled
 };
 
 }  // namespace stragglar

@@ -8,12 +8,14 @@
 
 namespace stragglar {
 
-// Lock-step: Σ over rounds of α + β · (most bytes any rank sends or receives that round).
+// Lock-step: Σ over rounds of α + β · (most bytes any rank sends or receives that round)
+// (+ γ · the bytes that rank reduces, when cost.gamma_s_per_byte > 0).
 double lockstep_time_s(const Schedule& s, std::size_t bytes, const CostModel& cost,
                        bool waiting_phases_only = false);
 
 // Event-driven: every rank has an arrival time; a rank runs its rounds in order; a transfer
-// starts when both ends have arrived and finished their previous rounds.
+// starts when both ends have arrived and finished their previous rounds; a `reduce` receiver
+// is busy γ · bytes longer.
 struct EventResult {
   std::vector<double> finish_s;  // per rank
   double last_finish_s = 0;

@@ -10,24 +10,41 @@
 namespace stragglar {
 namespace {
 
-// Bytes each rank sends / receives in one round; a transfer moves |chunks|·s/nchunks bytes.
+// Bytes each rank sends / receives / reduces in one round; a transfer moves
+// |chunks|·s/nchunks bytes.
 struct RoundLoad {
-  std::unordered_map<int, double> sent, received;
-  double most = 0;  // the largest send or receive volume of any rank
+  std::unordered_map<int, double> sent, received, reduced;
 };
 
 RoundLoad load_of(const Round& round, double chunk_bytes) {
   RoundLoad l;
   for (const Transfer& t : round) {
     const double b = static_cast<double>(t.chunks.size()) * chunk_bytes;
-    l.most = std::max({l.most, l.sent[t.src] += b, l.received[t.dst] += b});
+    l.sent[t.src] += b;
+    l.received[t.dst] += b;
+    if (t.op == TransferOp::reduce) l.reduced[t.dst] += b;
   }
   return l;
+}
+
+double reduced_by(const RoundLoad& l, int rank) {
+  const auto it = l.reduced.find(rank);
+  return it == l.reduced.end() ? 0.0 : it->second;
+}
+
+// Lock-step round time: α + the slowest rank's β·(its larger direction) + γ·(what it reduces).
+double round_time_s(const RoundLoad& l, const CostModel& cost) {
+  double slowest = 0;
+  for (const auto& [rank, sent] : l.sent) slowest = std::max(slowest, cost.beta_s_per_byte * sent);
+  for (const auto& [rank, received] : l.received)
+    slowest = std::max(slowest, cost.beta_s_per_byte * received + cost.gamma_s_per_byte * reduced_by(l, rank));
+  return cost.alpha_s + slowest;
 }
 
 void check_cost(const CostModel& cost) {
   require(cost.alpha_s >= 0, "alpha = " + std::to_string(cost.alpha_s) + " s, expected >= 0");
   require(cost.beta_s_per_byte > 0, "beta = " + std::to_string(cost.beta_s_per_byte) + " s/B, expected > 0 (a finite bandwidth)");
+  require(cost.gamma_s_per_byte >= 0, "gamma = " + std::to_string(cost.gamma_s_per_byte) + " s/B, expected >= 0");
 }
 
 }  // namespace
@@ -39,7 +56,7 @@ double lockstep_time_s(const Schedule& s, std::size_t bytes, const CostModel& co
   for (const Phase& p : s.phases) {
     if (waiting_phases_only && !p.waits_for_straggler) continue;
     for (const Round& r : p.rounds)
-      if (!r.empty()) t += cost.alpha_s + cost.beta_s_per_byte * load_of(r, chunk_bytes).most;
+      if (!r.empty()) t += round_time_s(load_of(r, chunk_bytes), cost);
   }
   return t;
 }
@@ -64,8 +81,10 @@ EventResult simulate_events(const Schedule& s, std::size_t bytes, const CostMode
                            cost.beta_s_per_byte * std::max(load.sent.at(t.src), load.received.at(t.dst));
         double& a = done[t.src];
         a = std::max(a, end);
+        // The receiver then reduces what it got (γ): it is busy, the sender is not.
+        const double reduce_s = t.op == TransferOp::reduce ? cost.gamma_s_per_byte * reduced_by(load, t.dst) : 0.0;
         double& b = done[t.dst];
-        b = std::max(b, end);
+        b = std::max(b, end + reduce_s);
       }
       for (const auto& [rank, end] : done) ready[rank] = end;
     }

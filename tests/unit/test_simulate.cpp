@@ -108,10 +108,39 @@ TEST(Simulate, PartialOverlapLiesBetweenIdealAndWorst) {
   EXPECT_NEAR(simulate(s, kGiB, c, Delay{false, 1.0}).exposed_s, ideal, 1e-12);  // a long delay is ideal
 }
 
+// The γ term (α-β-γ): every `reduce` receive costs γ per byte more, on the receiver only.
+// Ring reduces s/n in each of its n-1 ReduceScatter rounds; RHD s/2, s/4, ... (n = 2^k); in the
+// event mode StragglAR's straggler reduces each of its n-1 chunks after receiving it.
+TEST(Simulate, GammaChargesEveryReduceReceive) {
+  CostModel c = paper_cost();
+  c.gamma_s_per_byte = c.beta_s_per_byte / 2;  // reductions at twice the link bandwidth
+  const double sg = static_cast<double>(kGiB) * c.gamma_s_per_byte;
+  for (int n : {2, 3, 8, 13, 64}) {
+    const double ring = 2.0 * (n - 1) * c.alpha_s + 2.0 * (n - 1) / n * kGiB * c.beta_s_per_byte;
+    const Schedule s = synthesize(Algorithm::ring, n);
+    expect_rel(lockstep_time_s(s, kGiB, c), ring + (n - 1.0) / n * sg, "ring+gamma lockstep n=" + std::to_string(n));
+    expect_rel(simulate(s, kGiB, c, Delay{false, 0}).time_s, ring + (n - 1.0) / n * sg,
+               "ring+gamma event n=" + std::to_string(n));
+  }
+  for (int n = 2; n <= 256; n *= 2) {
+    const double rhd = 2 * std::log2(n) * c.alpha_s + 2.0 * (n - 1) / n * kGiB * c.beta_s_per_byte;
+    expect_rel(lockstep_time_s(synthesize(Algorithm::rhd, n), kGiB, c), rhd + (n - 1.0) / n * sg,
+               "rhd+gamma n=" + std::to_string(n));
+  }
+  // γ = 0 is the α-β model exactly; γ > 0 only ever adds time.
+  for (int n : {4, 6, 8}) {
+    const Schedule s = synthesize(Algorithm::stragglar, n);
+    const SimResult plain = simulate(s, kGiB, paper_cost(), Delay{true, 0});
+    const SimResult with_gamma = simulate(s, kGiB, c, Delay{true, 0});
+    EXPECT_GT(with_gamma.exposed_s, plain.exposed_s) << "n=" << n;
+  }
+}
+
 TEST(Simulate, RejectsBadModels) {
   const Schedule s = synthesize(Algorithm::ring, 4);
   EXPECT_THROW(simulate(s, kGiB, CostModel{-1, 1e-9}, Delay{}), Error);
   EXPECT_THROW(simulate(s, kGiB, CostModel{1e-6, 0}, Delay{}), Error);
+  EXPECT_THROW(simulate(s, kGiB, CostModel{1e-6, 1e-9, -1e-9}, Delay{}), Error);
   EXPECT_THROW(simulate(s, kGiB, paper_cost(), Delay{false, -1}), Error);
   EXPECT_THROW(simulate_events(s, kGiB, paper_cost(), {0, 0}), Error);
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "stragglar/allreduce.hpp"
+#include "stragglar/runtime/cpu_device.hpp"
 #include "stragglar/runtime/float16.hpp"
 #include "stragglar/simulate.hpp"
 #include "stragglar/units.hpp"
@@ -163,37 +164,57 @@ Sample run_once(const Options& base, void* buf, const void* input, std::size_t c
   return {global[0], global[0] - global[1]};
 }
 
-// ---- α-β calibration --------------------------------------------------------------------------
-// All ranks pair up (r ↔ r^1; an odd last rank idles) and exchange messages both ways at once,
-// as a round of a schedule does. t(s) = α + β·s from two sizes, median over repetitions,
-// maximum over pairs.
-CostModel calibrate(std::size_t large) {
+// ---- α-β-γ calibration ------------------------------------------------------------------------
+// α, β: all ranks pair up (r ↔ r^1; an odd last rank idles) and exchange messages both ways at
+// once, as a round of a schedule does. t(s) = α + β·s from two sizes, median over repetitions,
+// maximum over pairs. γ: all ranks run the runtime's own reduction (this run's dtype and op) on
+// `large` bytes at once — on an oversubscribed host, reductions compete for cores as they do in
+// a round — t = γ·s, median over repetitions, maximum over ranks.
+CostModel calibrate(std::size_t large, DataType t, ReduceOp op) {
   const std::size_t small = 4096;
   large = std::max<std::size_t>(large, std::size_t{1} << 20);
   std::vector<char> sbuf(large, 1), rbuf(large, 0);
   const int peer = g_rank ^ 1;
-  auto measure = [&](std::size_t bytes, int reps) {
+  auto slowest_median = [&](int reps, auto&& body) {
     std::vector<double> ts;
     for (int i = 0; i < reps + 2; ++i) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
-      if (peer < g_n)
-        MPI_Sendrecv(sbuf.data(), static_cast<int>(bytes), MPI_BYTE, peer, 7, rbuf.data(), static_cast<int>(bytes),
-                     MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      body();
       double dt = MPI_Wtime() - t0, worst = 0;
       MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       if (i >= 2) ts.push_back(worst);
     }
     return median(ts);
   };
-  const double t_small = measure(small, 30);
-  const double t_large = measure(large, 10);
+  auto exchange = [&](std::size_t bytes) {
+    return [&, bytes] {
+      if (peer < g_n)
+        MPI_Sendrecv(sbuf.data(), static_cast<int>(bytes), MPI_BYTE, peer, 7, rbuf.data(), static_cast<int>(bytes),
+                     MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    };
+  };
+  const double t_small = slowest_median(30, exchange(small));
+  const double t_large = slowest_median(10, exchange(large));
+
+  // Reduce real values (char patterns could be denormals, which are slow); prod of values near
+  // 1 stays finite over the repetitions.
+  const std::size_t count = large / size_of(t);
+  for (std::size_t i = 0; i < count; ++i) {
+    store(rbuf.data(), i, t, 1.0 + static_cast<double>(i % 3));
+    store(sbuf.data(), i, t, 1.0);
+  }
+  const double t_reduce = slowest_median(10, [&] { cpu_reduce(rbuf.data(), sbuf.data(), count, t, op); });
+
   CostModel c;
   c.beta_s_per_byte = std::max(1e-15, (t_large - t_small) / static_cast<double>(large - small));
   c.alpha_s = std::max(0.0, t_small - c.beta_s_per_byte * static_cast<double>(small));
+  c.gamma_s_per_byte = t_reduce / static_cast<double>(count * size_of(t));
   if (g_rank == 0)
-    std::printf("# calibration: exchange %zu B: %.1f us, %zu B: %.1f us -> alpha %.2f us, beta %.3f GB/s\n", small,
-                t_small * 1e6, large, t_large * 1e6, c.alpha_s * 1e6, 1.0 / c.beta_s_per_byte / 1e9);
+    std::printf("# calibration: exchange %zu B: %.1f us, %zu B: %.1f us -> alpha %.2f us, beta %.3f GB/s; "
+                "reduce %zu B: %.1f us -> gamma %.3f GB/s\n",
+                small, t_small * 1e6, large, t_large * 1e6, c.alpha_s * 1e6, 1.0 / c.beta_s_per_byte / 1e9,
+                count * size_of(t), t_reduce * 1e6, 1.0 / c.gamma_s_per_byte / 1e9);
   return c;
 }
 
@@ -310,7 +331,7 @@ int main(int argc, char** argv) {
   app.add_option("--delay", cfg.delay_ms, "Straggler delay after the common start, ms")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_flag("--ideal", cfg.ideal, "Time only the phases that wait for the straggler (ideal case)");
   app.add_option("--pipeline", cfg.pipeline, "StragglAR chunks per rank K, or auto")->capture_default_str();
-  app.add_flag("--calibrate", cfg.calibrate, "Measure alpha/beta and print the simulator's prediction");
+  app.add_flag("--calibrate", cfg.calibrate, "Measure alpha, beta (pairwise exchanges) and gamma (reductions); print the model's prediction");
   app.add_option("--json", cfg.json_file, "Write rows as JSON");
   app.add_option("--csv", cfg.csv_file, "Write rows as CSV");
   try {
@@ -354,7 +375,7 @@ int main(int argc, char** argv) {
     }
 
     std::optional<CostModel> cost;
-    if (cfg.calibrate) cost = calibrate(hi / static_cast<std::size_t>(std::max(1, g_n - 1)));
+    if (cfg.calibrate) cost = calibrate(hi / static_cast<std::size_t>(std::max(1, g_n - 1)), t, op);
 
     const int straggler = cfg.straggler < 0 ? g_n - 1 : cfg.straggler;
     if (g_rank == 0) {
@@ -403,7 +424,9 @@ int main(int argc, char** argv) {
       j["delay_ms"] = cfg.delay_ms;
       j["ideal"] = cfg.ideal;
       j["iters"] = cfg.iters;
-      if (cost) j["calibration"] = {{"alpha_us", cost->alpha_s * 1e6}, {"bandwidth_GBps", 1.0 / cost->beta_s_per_byte / 1e9}};
+      if (cost) j["calibration"] = {{"alpha_us", cost->alpha_s * 1e6},
+                                          {"bandwidth_GBps", 1.0 / cost->beta_s_per_byte / 1e9},
+                                          {"reduce_bandwidth_GBps", 1.0 / cost->gamma_s_per_byte / 1e9}};
       j["rows"] = nlohmann::json::array();
       for (const Row& r : rows) {
         nlohmann::json x = {{"algo", r.algo},       {"bytes", r.bytes},      {"count", r.count},
