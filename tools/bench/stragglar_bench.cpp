@@ -167,9 +167,10 @@ Sample run_once(const Options& base, void* buf, const void* input, std::size_t c
 // ---- α-β-γ calibration ------------------------------------------------------------------------
 // α, β: all ranks pair up (r ↔ r^1; an odd last rank idles) and exchange messages both ways at
 // once, as a round of a schedule does. t(s) = α + β·s from two sizes, median over repetitions,
-// maximum over pairs. γ: all ranks run the runtime's own reduction (this run's dtype and op) on
-// `large` bytes at once — on an oversubscribed host, reductions compete for cores as they do in
-// a round — t = γ·s, median over repetitions, maximum over ranks.
+// maximum over pairs. γ: rank 0 alone runs the runtime's own reduction (this run's dtype and
+// op) on `large` bytes, t = γ·s, median over repetitions: the reducer's own speed. (All ranks
+// reducing at once would charge every reduction with the host's core contention: on an
+// oversubscribed host that overstates schedules in which few ranks reduce per round.)
 CostModel calibrate(std::size_t large, DataType t, ReduceOp op) {
   const std::size_t small = 4096;
   large = std::max<std::size_t>(large, std::size_t{1} << 20);
@@ -204,7 +205,9 @@ CostModel calibrate(std::size_t large, DataType t, ReduceOp op) {
     store(rbuf.data(), i, t, 1.0 + static_cast<double>(i % 3));
     store(sbuf.data(), i, t, 1.0);
   }
-  const double t_reduce = slowest_median(10, [&] { cpu_reduce(rbuf.data(), sbuf.data(), count, t, op); });
+  const double t_reduce = slowest_median(10, [&] {
+    if (g_rank == 0) cpu_reduce(rbuf.data(), sbuf.data(), count, t, op);
+  });
 
   CostModel c;
   c.beta_s_per_byte = std::max(1e-15, (t_large - t_small) / static_cast<double>(large - small));
