@@ -68,6 +68,7 @@ ElementRange chunk_range(std::size_t count, int nchunks, int chunk);
 
 // Renames ranks: rank r of `s` becomes perm[r]. Used to move the straggler (synthesized at
 // n-1) to any rank; the schedule stays valid because the model is symmetric in rank names.
-Schedule relabel(const Schedule& s, const std::vector<int>& perm);
+// Taken by value: pass std::move(s) to rename in place (synthesis does, saving a copy).
+Schedule relabel(Schedule s, const std::vector<int>& perm);
 
 }  // namespace stragglar

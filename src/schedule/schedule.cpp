@@ -35,7 +35,7 @@ ElementRange chunk_range(std::size_t count, int nchunks, int chunk) {
   return {begin, begin + base + (c < extra ? 1 : 0)};
 }
 
-Schedule relabel(const Schedule& s, const std::vector<int>& perm) {
+Schedule relabel(Schedule s, const std::vector<int>& perm) {
   require(static_cast<int>(perm.size()) == s.nranks,
           "relabel: permutation has " + std::to_string(perm.size()) + " entries, expected nranks = " +
               std::to_string(s.nranks));
@@ -46,15 +46,14 @@ Schedule relabel(const Schedule& s, const std::vector<int>& perm) {
                 std::to_string(s.nranks) + ")");
     seen[p] = true;
   }
-  Schedule out = s;
-  if (out.straggler) out.straggler = perm[*out.straggler];
-  for (Phase& phase : out.phases)
+  if (s.straggler) s.straggler = perm[*s.straggler];
+  for (Phase& phase : s.phases)
     for (Round& round : phase.rounds)
       for (Transfer& t : round) {
         t.src = perm[t.src];
         t.dst = perm[t.dst];
       }
-  return out;
+  return s;
 }
 
 }  // namespace stragglar

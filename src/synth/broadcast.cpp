@@ -44,7 +44,7 @@ Schedule synthesize_broadcast(int n, int straggler) {
     bcast.push_back(std::move(round));
   }
   s.phases.push_back(Phase{"broadcast", true, std::move(bcast)});
-  return relabel(s, straggler_relabeling(n, straggler));
+  return relabel(std::move(s), straggler_relabeling(n, straggler));
 }
 
 }  // namespace stragglar::detail

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "stragglar/error.hpp"
 #include "synth/stragglar_internal.hpp"
@@ -156,7 +157,7 @@ Schedule synthesize_stragglar(int n, int straggler, const SynthOptions& opts) {
   s.phases.push_back(std::move(allreduce));
 
   if (straggler == n - 1) return s;
-  return relabel(s, straggler_relabeling(n, straggler));
+  return relabel(std::move(s), straggler_relabeling(n, straggler));
 }
 
 }  // namespace detail

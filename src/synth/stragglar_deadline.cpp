@@ -117,18 +117,26 @@ class Flow {
       for (auto& b : buckets_) b.clear();
       if (buckets_.empty()) buckets_.resize(1);
       buckets_[0].push_back(s);
+      // Raw pointers: the vectors do not change size here, and locals let the compiler keep
+      // them in registers (through `this` it reloads them after every store).
+      const int* off = off_.data();
+      const int* to = to_.data();
+      const int* cap = cap_.data();
+      const long long* cost = cost_.data();
+      const long long* pi = pi_.data();
+      long long* dist = dist_.data();
       for (std::size_t d = 0; d < buckets_.size(); ++d) {
-        if (dist_[static_cast<std::size_t>(t)] < static_cast<long long>(d)) break;
+        if (dist[t] < static_cast<long long>(d)) break;
         for (std::size_t bi = 0; bi < buckets_[d].size(); ++bi) {
           const int u = buckets_[d][bi];
-          if (dist_[static_cast<std::size_t>(u)] != static_cast<long long>(d)) continue;
-          const long long base = static_cast<long long>(d) + pi_[static_cast<std::size_t>(u)];
-          for (int a = begin(u), e = end(u); a < e; ++a) {
-            if (cap_[static_cast<std::size_t>(a)] <= 0) continue;
-            const int v = to_[static_cast<std::size_t>(a)];
-            const long long nd = base + cost_[static_cast<std::size_t>(a)] - pi_[static_cast<std::size_t>(v)];
-            if (nd < dist_[static_cast<std::size_t>(v)]) {
-              dist_[static_cast<std::size_t>(v)] = nd;
+          if (dist[u] != static_cast<long long>(d)) continue;
+          const long long base = static_cast<long long>(d) + pi[u];
+          for (int a = off[u], e = off[u + 1]; a < e; ++a) {
+            if (cap[a] <= 0) continue;
+            const int v = to[a];
+            const long long nd = base + cost[a] - pi[v];
+            if (nd < dist[v]) {
+              dist[v] = nd;
               if (static_cast<std::size_t>(nd) >= buckets_.size()) buckets_.resize(static_cast<std::size_t>(nd) + 1);
               buckets_[static_cast<std::size_t>(nd)].push_back(v);
             }
@@ -189,34 +197,40 @@ class Flow {
   // A node left without reaching t is marked dead for the rest of the phase (zero-cost cycles
   // make that approximate; the next Dijkstra finds whatever it missed).
   bool augment(int s, int t) {
+    const int* off = off_.data();
+    const int* to = to_.data();
+    int* cap = cap_.data();
+    const int* rev = rev_.data();
+    const long long* cost = cost_.data();
+    const long long* pi = pi_.data();
+    const char* dead = dead_.data();
+    int* seen = seen_.data();
+    int* cur = cur_.data();
     path_.clear();
-    ++stamp_;
+    const int stamp = ++stamp_;
     int u = s;
-    seen_[static_cast<std::size_t>(s)] = stamp_;
+    seen[s] = stamp;
     while (u != t) {
-      int& a = cur_[static_cast<std::size_t>(u)];
-      const int e = end(u);
+      int& a = cur[u];
+      const int e = off[u + 1];
       for (; a < e; ++a) {
-        const auto ua = static_cast<std::size_t>(a);
-        const int v = to_[ua];
-        if (cap_[ua] > 0 && !dead_[static_cast<std::size_t>(v)] && seen_[static_cast<std::size_t>(v)] != stamp_ &&
-            cost_[ua] + pi_[static_cast<std::size_t>(u)] - pi_[static_cast<std::size_t>(v)] == 0)
-          break;
+        const int v = to[a];
+        if (cap[a] > 0 && !dead[v] && seen[v] != stamp && cost[a] + pi[u] - pi[v] == 0) break;
       }
       if (a >= e) {
         dead_[static_cast<std::size_t>(u)] = 1;
         if (path_.empty()) return false;
-        u = to_[static_cast<std::size_t>(rev_[static_cast<std::size_t>(path_.back())])];
+        u = to[rev[path_.back()]];
         path_.pop_back();
         continue;
       }
       path_.push_back(a);
-      u = to_[static_cast<std::size_t>(a)];
-      seen_[static_cast<std::size_t>(u)] = stamp_;
+      u = to[a];
+      seen[u] = stamp;
     }
     for (int a : path_) {
-      --cap_[static_cast<std::size_t>(a)];
-      ++cap_[static_cast<std::size_t>(rev_[static_cast<std::size_t>(a)])];
+      --cap[a];
+      ++cap[rev[a]];
     }
     return true;
   }
