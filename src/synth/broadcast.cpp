@@ -4,6 +4,7 @@
 // arrives one rank exchanges the whole buffer with it, and the result is broadcast by
 // doubling: log n rounds of s bytes in all. Ideal T = log n·(α + sβ).
 #include <numeric>
+#include <utility>
 
 #include "synth/synth_internal.hpp"
 
