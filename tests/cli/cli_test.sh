@@ -69,6 +69,10 @@ ring = [r for r in rows if r["algorithm"] == "ring"][0]
 assert abs(ring["speedup_vs_ring"] - 1) < 1e-12
 PY
 expect 0 "algorithm,nranks,bytes" -- "$cli" simulate -n 6 -b 1M --format csv
+# γ term: ring at n = 4, 1 GiB, 450 GiB/s, reductions at 225 GiB/s: 3351.33 us + 3/4·s·γ (3333.33 us) = 6684.67 us
+expect 0 "reduce-bandwidth=225GiB/s" -- "$cli" simulate -n 4 -b 1G --algo ring --reduce-bandwidth 225GiB/s
+expect 0 "6684.67" -- "$cli" simulate -n 4 -b 1G --algo ring --reduce-bandwidth 225GiB/s --format csv
+expect 2 "bandwidth 'slow'" -- "$cli" simulate -n 8 -b 1G --reduce-bandwidth slow
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
