@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iterator>
+#include <limits>
+#include <stdexcept>
 #include <span>
 #include <vector>
 
@@ -23,7 +25,7 @@ class ChunkList {
   using iterator = int*;
   using const_iterator = const int*;
 
-  ChunkList() noexcept : inline_{} {}
+  ChunkList() noexcept = default;
   ChunkList(std::initializer_list<int> chunks) : ChunkList() { assign(chunks.begin(), chunks.end()); }
   template <std::input_iterator It>
   ChunkList(It first, It last) : ChunkList() {
@@ -64,11 +66,15 @@ class ChunkList {
   operator std::span<const int>() const noexcept { return {data(), size_}; }
 
   void push_back(int chunk) {
-    if (size_ == capacity_) reserve(static_cast<size_type>(capacity_) * 2);
+    if (size_ == capacity_) {
+      if (capacity_ >= kMaxSize) throw std::length_error("ChunkList: more than INT_MAX chunk indices");
+      reserve(std::min<size_type>(static_cast<size_type>(capacity_) * 2, kMaxSize));
+    }
     data()[size_++] = chunk;
   }
   void reserve(size_type capacity) {
     if (capacity <= capacity_) return;
+    if (capacity > kMaxSize) throw std::length_error("ChunkList: more than INT_MAX chunk indices");
     int* grown = new int[capacity];
     std::copy(begin(), end(), grown);
     const std::uint32_t size = size_;
@@ -85,6 +91,7 @@ class ChunkList {
 
  private:
   static constexpr std::uint32_t kInline = 4;
+  static constexpr size_type kMaxSize = static_cast<size_type>(std::numeric_limits<int>::max());
 
   bool on_heap() const noexcept { return capacity_ > kInline; }
   template <class It>
@@ -93,6 +100,7 @@ class ChunkList {
   }
   void release() noexcept {
     if (on_heap()) delete[] heap_;
+    heap_ = nullptr;
     size_ = 0;
     capacity_ = kInline;
   }
@@ -107,14 +115,15 @@ class ChunkList {
     capacity_ = other.capacity_;
     other.size_ = 0;
     other.capacity_ = kInline;
+    other.heap_ = nullptr;
   }
 
+  // Not a union with inline_: switching the active member back and forth is formally
+  // undefined; 8 more bytes per transfer buy plain, obviously valid code.
   std::uint32_t size_ = 0;
-  std::uint32_t capacity_ = kInline;
-  union {
-    int inline_[kInline];
-    int* heap_;
-  };
+  std::uint32_t capacity_ = kInline;  // > kInline: the list lives in heap_
+  int* heap_ = nullptr;
+  int inline_[kInline] = {};
 };
 
 }  // namespace stragglar

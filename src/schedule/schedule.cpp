@@ -46,6 +46,18 @@ Schedule relabel(Schedule s, const std::vector<int>& perm) {
                 std::to_string(s.nranks) + ")");
     seen[p] = true;
   }
+  auto in_range = [&](int r, const char* what) {
+    if (r < 0 || r >= s.nranks)  // message built only on failure: this runs per transfer
+      require(false, std::string("relabel: ") + what + " " + std::to_string(r) + " out of range, expected 0.." +
+                         std::to_string(s.nranks - 1));
+  };
+  if (s.straggler) in_range(*s.straggler, "straggler");
+  for (const Phase& phase : s.phases)
+    for (const Round& round : phase.rounds)
+      for (const Transfer& t : round) {
+        in_range(t.src, "src");
+        in_range(t.dst, "dst");
+      }
   if (s.straggler) s.straggler = perm[*s.straggler];
   for (Phase& phase : s.phases)
     for (Round& round : phase.rounds)

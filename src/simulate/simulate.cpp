@@ -2,6 +2,7 @@
 #include "stragglar/simulate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <unordered_map>
 
@@ -33,6 +34,8 @@ double reduced_by(const RoundLoad& l, int rank) {
 }
 
 // Lock-step round time: α + the slowest rank's β·(its larger direction) + γ·(what it reduces).
+// (With several ports this charges each rank its own volume; the event mode, which lets a
+// receiver wait for its sender's shared bandwidth, can be slower there. Single-port: equal.)
 double round_time_s(const RoundLoad& l, const CostModel& cost) {
   double slowest = 0;
   for (const auto& [rank, sent] : l.sent) slowest = std::max(slowest, cost.beta_s_per_byte * sent);
@@ -45,6 +48,9 @@ void check_cost(const CostModel& cost) {
   require(cost.alpha_s >= 0, "alpha = " + std::to_string(cost.alpha_s) + " s, expected >= 0");
   require(cost.beta_s_per_byte > 0, "beta = " + std::to_string(cost.beta_s_per_byte) + " s/B, expected > 0 (a finite bandwidth)");
   require(cost.gamma_s_per_byte >= 0, "gamma = " + std::to_string(cost.gamma_s_per_byte) + " s/B, expected >= 0");
+  require(std::isfinite(cost.alpha_s) && std::isfinite(cost.beta_s_per_byte) && std::isfinite(cost.gamma_s_per_byte),
+          "alpha, beta, gamma = " + std::to_string(cost.alpha_s) + ", " + std::to_string(cost.beta_s_per_byte) + ", " +
+              std::to_string(cost.gamma_s_per_byte) + ": expected finite values (a bandwidth too small to represent?)");
 }
 
 }  // namespace

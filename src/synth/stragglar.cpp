@@ -42,11 +42,14 @@ int choose_pipeline(int nranks, std::size_t bytes, const CostModel& cost) {
   if (bytes == 0) return 1;
   const int m = nranks - 1;
   const int L = detail::ceil_log2(nranks);
-  // Exposed time of the allreduce phase with K(n-1) chunks and K(n-1)+L-1 rounds:
-  //   T(K) = (Km + L - 1) · (α + β·bytes/(Km)).
+  // Exposed time of the allreduce phase with K(n-1) chunks c = bytes/(Km) and K(n-1)+L-1
+  // rounds: in the first Km the straggler's pair also reduces its chunk (γ), the last L-1 copy:
+  //   T(K) = Km·(α + (β+γ)·c) + (L - 1)·(α + β·c)      (γ = 0: the paper's α-β model).
   auto modelled = [&](int K) {
     const double chunks = static_cast<double>(K) * m;
-    return (chunks + L - 1) * (cost.alpha_s + cost.beta_s_per_byte * static_cast<double>(bytes) / chunks);
+    const double c = static_cast<double>(bytes) / chunks;
+    return chunks * (cost.alpha_s + (cost.beta_s_per_byte + cost.gamma_s_per_byte) * c) +
+           (L - 1) * (cost.alpha_s + cost.beta_s_per_byte * c);
   };
   const int k_max = static_cast<int>(std::min<std::size_t>(
       {static_cast<std::size_t>(kMaxPipeline), static_cast<std::size_t>(kMaxChunks / m),

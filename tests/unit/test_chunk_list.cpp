@@ -56,6 +56,23 @@ TEST(ChunkList, CopyMoveAndAssignAcrossTheBoundary) {
   }
 }
 
+TEST(ChunkList, ReserveWritesAndReuseAfterMove) {
+  ChunkList c({1, 2});
+  c.reserve(100);  // inline -> heap keeps the contents
+  EXPECT_EQ(as_vector(c), (std::vector<int>{1, 2}));
+  c[1] = 9;
+  EXPECT_EQ(c.back(), 9);
+  ChunkList taken = std::move(c);
+  c.push_back(5);  // NOLINT(bugprone-use-after-move): a moved-from list is empty and usable
+  for (int i = 0; i < 10; ++i) c.push_back(i);
+  EXPECT_EQ(c.size(), 11u);
+  EXPECT_EQ(c.front(), 5);
+  EXPECT_EQ(as_vector(taken), (std::vector<int>{1, 9}));
+  c.clear();
+  EXPECT_TRUE(c.empty());
+  EXPECT_THROW(c.reserve(std::size_t{1} << 40), std::length_error);
+}
+
 TEST(ChunkList, EqualityComparesContents) {
   EXPECT_EQ(ChunkList({1, 2}), ChunkList(std::vector<int>{1, 2}));
   EXPECT_NE(ChunkList({1, 2}), ChunkList({1, 2, 3}));

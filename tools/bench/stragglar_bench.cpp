@@ -217,7 +217,7 @@ CostModel calibrate(std::size_t large, DataType t, ReduceOp op) {
     std::printf("# calibration: exchange %zu B: %.1f us, %zu B: %.1f us -> alpha %.2f us, beta %.3f GB/s; "
                 "reduce %zu B: %.1f us -> gamma %.3f GB/s\n",
                 small, t_small * 1e6, large, t_large * 1e6, c.alpha_s * 1e6, 1.0 / c.beta_s_per_byte / 1e9,
-                count * size_of(t), t_reduce * 1e6, 1.0 / c.gamma_s_per_byte / 1e9);
+                count * size_of(t), t_reduce * 1e6, c.gamma_s_per_byte > 0 ? 1.0 / c.gamma_s_per_byte / 1e9 : 0.0);
   return c;
 }
 
@@ -429,7 +429,7 @@ int main(int argc, char** argv) {
       j["iters"] = cfg.iters;
       if (cost) j["calibration"] = {{"alpha_us", cost->alpha_s * 1e6},
                                           {"bandwidth_GBps", 1.0 / cost->beta_s_per_byte / 1e9},
-                                          {"reduce_bandwidth_GBps", 1.0 / cost->gamma_s_per_byte / 1e9}};
+                                          {"reduce_bandwidth_GBps", cost->gamma_s_per_byte > 0 ? 1.0 / cost->gamma_s_per_byte / 1e9 : 0.0}};
       j["rows"] = nlohmann::json::array();
       for (const Row& r : rows) {
         nlohmann::json x = {{"algo", r.algo},       {"bytes", r.bytes},      {"count", r.count},
