@@ -39,6 +39,10 @@ std::optional<std::vector<Round>> stragglar_deadline_rounds(int n, int pipeline,
 // One attempt of that method with tie-break `seed`; nullopt if it needs more than `cap` rounds.
 // (Exposed for the offline seed search that fills its table.)
 std::optional<std::vector<Round>> stragglar_flow_attempt(int n, int pipeline, std::uint64_t seed, int cap);
+// The same with round_seeds[t] in place of `seed` in round t (t < size); `missing`, if given,
+// receives per round the (rank, chunk) pairs still missing after it (the rollout's score).
+std::optional<std::vector<Round>> stragglar_flow_attempt_seeded(int n, int pipeline, const std::vector<std::uint64_t>& round_seeds,
+                                                                std::uint64_t seed, int cap, std::vector<int>* missing);
 
 // Straggler pairings of round r (r < K·m): transfers σ ↔ r mod m on chunk r.
 void add_straggler_exchange(Round& round, int n, int r);
