@@ -5,7 +5,7 @@
 // Which builder makes the `allreduce` phase (all synthesize with σ = n-1, then relabel):
 //   n = 2^k         → Algorithm 1 of the paper (stragglar_pow2.cpp), K(n-1)+log2 n-1 rounds.
 //   any other n     → the per-round min-cost flow of stragglar_deadline.cpp (issue #5; at the
-//                     bound for 101 of the 128 even n ≤ 256, one round above it otherwise, and at the
+//                     bound for 102 of the 128 even n ≤ 256, one round above it otherwise, and at the
 //                     bound wherever the paper's code has a number: docs/schedules.md); the paper's LEMON
 //                     matching method (stragglar_matching.cpp) is the fallback should it give up.
 #include <algorithm>
