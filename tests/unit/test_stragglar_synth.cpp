@@ -243,6 +243,16 @@ TEST(StragglarSynth, ChoosePipeline) {
   const double t_k1 = lockstep_time_s(make(8, 7, 1), gib, cost, true);
   EXPECT_NEAR(t_k1, 9 * cost.alpha_s + 9.0 / 7.0 * gib * cost.beta_s_per_byte, 1e-9);
   EXPECT_GE(t_ring / t_sar, 1.55) << "K=" << K;
+
+  // With a reduction cost γ the straggler's rounds cost more per byte, so auto pipelines at
+  // least as finely, and the chosen K is the best K of the model (checked against the simulator).
+  CostModel with_gamma = cost;
+  with_gamma.gamma_s_per_byte = cost.beta_s_per_byte;
+  const int Kg = choose_pipeline(8, gib, with_gamma);
+  EXPECT_GE(Kg, K);
+  auto exposed = [&](int k) { return lockstep_time_s(make(8, 7, k), gib, with_gamma, true); };
+  EXPECT_LE(exposed(Kg), exposed(Kg - 1) * (1 + 1e-12)) << "Kg=" << Kg;
+  EXPECT_LE(exposed(Kg), exposed(Kg + 1) * (1 + 1e-12)) << "Kg=" << Kg;
 }
 
 TEST(StragglarSynth, RejectsBadOptions) {
