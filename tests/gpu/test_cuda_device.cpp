@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "stragglar/nccl.hpp"
-#include "stragglar/runtime/float16.hpp"
+#include "stragglar/runtime/element.hpp"
 
 using namespace stragglar;
 
@@ -29,29 +29,8 @@ bool have_gpu() {
     if (!have_gpu()) GTEST_SKIP() << "no CUDA device: skipped"; \
   } while (0)
 
-double load(const std::vector<std::byte>& b, std::size_t i, DataType t) {
-  const std::byte* p = b.data() + i * size_of(t);
-  switch (t) {
-    case DataType::float32: { float x; std::memcpy(&x, p, 4); return x; }
-    case DataType::float64: { double x; std::memcpy(&x, p, 8); return x; }
-    case DataType::float16: { std::uint16_t h; std::memcpy(&h, p, 2); return half_to_float(h); }
-    case DataType::bfloat16: { std::uint16_t h; std::memcpy(&h, p, 2); return bfloat16_to_float(h); }
-    case DataType::int32: { std::int32_t x; std::memcpy(&x, p, 4); return x; }
-    case DataType::int64: { std::int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
-  }
-  return 0;
-}
-void store(std::vector<std::byte>& b, std::size_t i, DataType t, double v) {
-  std::byte* p = b.data() + i * size_of(t);
-  switch (t) {
-    case DataType::float32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
-    case DataType::float64: std::memcpy(p, &v, 8); break;
-    case DataType::float16: { auto h = float_to_half(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DataType::bfloat16: { auto h = float_to_bfloat16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DataType::int32: { auto x = static_cast<std::int32_t>(v); std::memcpy(p, &x, 4); break; }
-    case DataType::int64: { auto x = static_cast<std::int64_t>(v); std::memcpy(p, &x, 8); break; }
-  }
-}
+double load(const std::vector<std::byte>& b, std::size_t i, DataType t) { return load_element(b.data(), i, t); }
+void store(std::vector<std::byte>& b, std::size_t i, DataType t, double v) { store_element(b.data(), i, t, v); }
 
 // One rounding of the exact double result to the dtype: what the kernel must produce bit for
 // bit (half/bf16 go through float; double rounding is innocuous for + and ×).

@@ -31,7 +31,7 @@
 
 #include "kernels.hpp"
 #include "stragglar/nccl.hpp"
-#include "stragglar/runtime/float16.hpp"
+#include "stragglar/runtime/element.hpp"
 #include "stragglar/stragglar_nccl.h"
 
 using namespace stragglar;
@@ -77,29 +77,8 @@ const char* algo_name(int a) {
 bool is_int(DataType t) { return t == DataType::int32 || t == DataType::int64; }
 
 // ---- host encode/decode of one element ----
-void store(std::vector<std::byte>& buf, std::size_t i, DataType t, double v) {
-  std::byte* p = buf.data() + i * size_of(t);
-  switch (t) {
-    case DataType::float32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
-    case DataType::float64: std::memcpy(p, &v, 8); break;
-    case DataType::float16: { auto h = float_to_half(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DataType::bfloat16: { auto h = float_to_bfloat16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DataType::int32: { auto x = static_cast<std::int32_t>(v); std::memcpy(p, &x, 4); break; }
-    case DataType::int64: { auto x = static_cast<std::int64_t>(v); std::memcpy(p, &x, 8); break; }
-  }
-}
-double load(const std::vector<std::byte>& buf, std::size_t i, DataType t) {
-  const std::byte* p = buf.data() + i * size_of(t);
-  switch (t) {
-    case DataType::float32: { float x; std::memcpy(&x, p, 4); return x; }
-    case DataType::float64: { double x; std::memcpy(&x, p, 8); return x; }
-    case DataType::float16: { std::uint16_t h; std::memcpy(&h, p, 2); return half_to_float(h); }
-    case DataType::bfloat16: { std::uint16_t h; std::memcpy(&h, p, 2); return bfloat16_to_float(h); }
-    case DataType::int32: { std::int32_t x; std::memcpy(&x, p, 4); return x; }
-    case DataType::int64: { std::int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
-  }
-  return 0;
-}
+void store(std::vector<std::byte>& b, std::size_t i, DataType t, double v) { store_element(b.data(), i, t, v); }
+double load(const std::vector<std::byte>& b, std::size_t i, DataType t) { return load_element(b.data(), i, t); }
 
 // Exact inputs: every partial result is a small integer, so any order of reduction gives the
 // same, exactly representable value in every dtype (n <= 16).

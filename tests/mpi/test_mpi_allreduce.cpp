@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "stragglar/allreduce.hpp"
-#include "stragglar/runtime/float16.hpp"
+#include "stragglar/runtime/element.hpp"
 #include "stragglar/stragglar_mpi.h"
 
 using namespace stragglar;
@@ -67,28 +67,7 @@ double unit_roundoff(DataType t) {
   }
 }
 
-void store(void* buf, std::size_t i, DataType t, double v) {
-  switch (t) {
-    case DataType::float32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case DataType::float64: static_cast<double*>(buf)[i] = v; break;
-    case DataType::float16: static_cast<std::uint16_t*>(buf)[i] = float_to_half(static_cast<float>(v)); break;
-    case DataType::bfloat16: static_cast<std::uint16_t*>(buf)[i] = float_to_bfloat16(static_cast<float>(v)); break;
-    case DataType::int32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
-    case DataType::int64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
-  }
-}
 
-double load(const void* buf, std::size_t i, DataType t) {
-  switch (t) {
-    case DataType::float32: return static_cast<const float*>(buf)[i];
-    case DataType::float64: return static_cast<const double*>(buf)[i];
-    case DataType::float16: return half_to_float(static_cast<const std::uint16_t*>(buf)[i]);
-    case DataType::bfloat16: return bfloat16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
-    case DataType::int32: return static_cast<const std::int32_t*>(buf)[i];
-    case DataType::int64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
-  }
-  return 0;
-}
 
 // Input of rank r, element i: exact in every dtype for prod (±1, ±2: products stay exact),
 // fractional for float sums (so rounding is exercised), small integers otherwise.
@@ -112,8 +91,8 @@ double input(std::uint64_t seed, int r, std::size_t i, DataType t, ReduceOp op) 
 // The input as the dtype stores it.
 double rounded(double v, DataType t) {
   std::uint64_t tmp = 0;
-  store(&tmp, 0, t, v);
-  return load(&tmp, 0, t);
+  store_element(&tmp, 0, t, v);
+  return load_element(&tmp, 0, t);
 }
 
 std::uint64_t fnv(const void* p, std::size_t bytes) {
@@ -151,7 +130,7 @@ void run_case(const Case& c) {
   std::vector<unsigned char> send((c.count + kGuard) * es, kCanary);
   std::vector<unsigned char> recv((c.count + kGuard) * es, kCanary);
   for (std::size_t i = 0; i < c.count; ++i)
-    store(c.in_place ? recv.data() : send.data(), i, c.dtype, input(c.seed, g_rank, i, c.dtype, c.op));
+    store_element(c.in_place ? recv.data() : send.data(), i, c.dtype, input(c.seed, g_rank, i, c.dtype, c.op));
   const std::vector<unsigned char> send_before = send;
 
   if (c.delay_ms > 0 && g_rank == c.straggler)
@@ -209,7 +188,7 @@ void run_case(const Case& c) {
     if (c.op == ReduceOp::avg) want = is_int(c.dtype) ? static_cast<double>(iacc / g_n) : acc / g_n;
     if (!is_int(c.dtype) && (c.op == ReduceOp::sum || c.op == ReduceOp::avg))
       tol = (g_n + 2) * u * abs_sum;
-    const double got = load(recv.data(), i, c.dtype);
+    const double got = load_element(recv.data(), i, c.dtype);
     if (!(std::fabs(got - want) <= tol)) {
       if (wrong == 0) { first_wrong = i; got_first = got; want_first = want; }
       ++wrong;

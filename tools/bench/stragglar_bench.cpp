@@ -25,9 +25,10 @@
 #include <thread>
 #include <vector>
 
+#include "../bench_flags.hpp"
 #include "stragglar/allreduce.hpp"
 #include "stragglar/runtime/cpu_device.hpp"
-#include "stragglar/runtime/float16.hpp"
+#include "stragglar/runtime/element.hpp"
 #include "stragglar/simulate.hpp"
 #include "stragglar/units.hpp"
 
@@ -37,18 +38,9 @@ namespace {
 
 int g_rank = 0, g_n = 1;
 
-struct Config {
-  std::string min_bytes = "64M", max_bytes = "64M";
-  double factor = 2;
-  int iters = 20, warmup = 5, check = 1;
-  std::string dtype = "float", op = "sum";
-  std::string algos = "stragglar,ring,rhd,allpairs,broadcast,native";
-  int straggler = -1;
-  double delay_ms = 0;
-  bool ideal = false;
-  std::string pipeline = "auto";
+struct Config : bench::BenchFlags {
   bool calibrate = false;
-  std::string json_file, csv_file;
+  std::string csv_file;
 };
 
 struct Row {
@@ -79,28 +71,7 @@ double input_value(int r, std::size_t i, ReduceOp op) {
   }
 }
 
-void store(void* buf, std::size_t i, DataType t, double v) {
-  switch (t) {
-    case DataType::float32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case DataType::float64: static_cast<double*>(buf)[i] = v; break;
-    case DataType::float16: static_cast<std::uint16_t*>(buf)[i] = float_to_half(static_cast<float>(v)); break;
-    case DataType::bfloat16: static_cast<std::uint16_t*>(buf)[i] = float_to_bfloat16(static_cast<float>(v)); break;
-    case DataType::int32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
-    case DataType::int64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
-  }
-}
 
-double load(const void* buf, std::size_t i, DataType t) {
-  switch (t) {
-    case DataType::float32: return static_cast<const float*>(buf)[i];
-    case DataType::float64: return static_cast<const double*>(buf)[i];
-    case DataType::float16: return half_to_float(static_cast<const std::uint16_t*>(buf)[i]);
-    case DataType::bfloat16: return bfloat16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
-    case DataType::int32: return static_cast<const std::int32_t*>(buf)[i];
-    case DataType::int64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
-  }
-  return 0;
-}
 
 double expected_value(std::size_t i, DataType t, ReduceOp op) {
   double acc = input_value(0, i, op);
@@ -118,8 +89,8 @@ double expected_value(std::size_t i, DataType t, ReduceOp op) {
     if (t == DataType::int32 || t == DataType::int64) return std::trunc(acc / g_n);
     // The runtime divides the exact sum once: the result is the dtype's rounding of acc/n.
     std::uint64_t tmp = 0;
-    store(&tmp, 0, t, acc / g_n);
-    return load(&tmp, 0, t);
+    store_element(&tmp, 0, t, acc / g_n);
+    return load_element(&tmp, 0, t);
   }
   return acc;
 }
@@ -202,8 +173,8 @@ CostModel calibrate(std::size_t large, DataType t, ReduceOp op) {
   // 1 stays finite over the repetitions.
   const std::size_t count = large / size_of(t);
   for (std::size_t i = 0; i < count; ++i) {
-    store(rbuf.data(), i, t, 1.0 + static_cast<double>(i % 3));
-    store(sbuf.data(), i, t, 1.0);
+    store_element(rbuf.data(), i, t, 1.0 + static_cast<double>(i % 3));
+    store_element(sbuf.data(), i, t, 1.0);
   }
   const double t_reduce = slowest_median(10, [&] {
     if (g_rank == 0) cpu_reduce(rbuf.data(), sbuf.data(), count, t, op);
@@ -242,7 +213,7 @@ int parse_pipeline_text(const std::string& text, const std::string& where) {
 }
 
 // ---- one row -----------------------------------------------------------------------------------
-Row bench(const Config& cfg, const std::string& algo, std::size_t bytes, DataType t, ReduceOp op,
+Row run_benchmark(const Config& cfg, const std::string& algo, std::size_t bytes, DataType t, ReduceOp op,
           const std::optional<CostModel>& cost, std::vector<char>& buf, std::vector<char>& input,
           std::vector<char>& expected) {
   Row row;
@@ -263,14 +234,14 @@ Row bench(const Config& cfg, const std::string& algo, std::size_t bytes, DataTyp
     row.pipeline = resolve_pipeline(o, g_n, row.bytes);
     // Inputs and the expected result.
     for (std::size_t i = 0; i < row.count; ++i) {
-      store(input.data(), i, t, input_value(g_rank, i, op));
-      if (cfg.check) store(expected.data(), i, t, expected_value(i, t, op));
+      store_element(input.data(), i, t, input_value(g_rank, i, op));
+      if (cfg.check) store_element(expected.data(), i, t, expected_value(i, t, op));
     }
     if (cfg.check) {
       run_once(o, buf.data(), input.data(), row.count, t, op, straggler, cfg.delay_ms, cfg.ideal);
       long wrong = 0;
       for (std::size_t i = 0; i < row.count; ++i)
-        if (load(buf.data(), i, t) != load(expected.data(), i, t)) ++wrong;
+        if (load_element(buf.data(), i, t) != load_element(expected.data(), i, t)) ++wrong;
       // Identical bits everywhere: a rank whose hash differs from the max counts its elements.
       const std::uint64_t h = fnv(buf.data(), row.bytes);
       std::uint64_t hv[2] = {h, ~h}, hmax[2];
@@ -320,22 +291,8 @@ int main(int argc, char** argv) {
 
   Config cfg;
   CLI::App app{"stragglar-bench: AllReduce under a straggler (run with mpirun -np N)"};
-  app.add_option("-b,--minbytes", cfg.min_bytes, "Smallest size (K/M/G suffixes, binary)")->capture_default_str();
-  app.add_option("-e,--maxbytes", cfg.max_bytes, "Largest size")->capture_default_str();
-  app.add_option("-f,--stepfactor", cfg.factor, "Size multiplication factor")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("-n,--iters", cfg.iters, "Timed iterations")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("-w,--warmup_iters", cfg.warmup, "Warmup iterations")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("-c,--check", cfg.check, "Check results (0/1)")->capture_default_str()->check(CLI::Range(0, 1));
-  app.add_option("-d,--datatype", cfg.dtype, "float, double, half, bfloat16, int32, int64")->capture_default_str();
-  app.add_option("-o,--op", cfg.op, "sum, prod, min, max, avg")->capture_default_str();
-  app.add_option("--algo", cfg.algos, "Comma-separated: stragglar, ring, rhd, allpairs, broadcast (direct), native; stragglar:K fixes the pipeline for that entry")
-      ->capture_default_str();
-  app.add_option("--straggler", cfg.straggler, "Straggler rank (-1 = n-1)")->capture_default_str();
-  app.add_option("--delay", cfg.delay_ms, "Straggler delay after the common start, ms")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_flag("--ideal", cfg.ideal, "Time only the phases that wait for the straggler (ideal case)");
-  app.add_option("--pipeline", cfg.pipeline, "StragglAR chunks per rank K, or auto")->capture_default_str();
+  bench::add_bench_flags(app, cfg, "; stragglar:K fixes the pipeline for that entry", "ms");
   app.add_flag("--calibrate", cfg.calibrate, "Measure alpha, beta (pairwise exchanges) and gamma (reductions); print the model's prediction");
-  app.add_option("--json", cfg.json_file, "Write rows as JSON");
   app.add_option("--csv", cfg.csv_file, "Write rows as CSV");
   try {
     app.parse(argc, argv);
@@ -347,8 +304,8 @@ int main(int argc, char** argv) {
 
   int rc = 0;
   try {
-    const DataType t = parse_dtype(cfg.dtype);
-    const ReduceOp op = parse_reduce_op(cfg.op);
+    const DataType t = parse_dtype(cfg.dtype_name);
+    const ReduceOp op = parse_reduce_op(cfg.op_name);
     require(cfg.straggler >= -1 && cfg.straggler < g_n,
             "--straggler " + std::to_string(cfg.straggler) + " is outside [0, " + std::to_string(g_n) + ") (or -1)");
     (void)parse_pipeline_text(cfg.pipeline, "--pipeline");
@@ -396,7 +353,7 @@ int main(int argc, char** argv) {
     std::vector<char> buf(hi + es), input(hi + es), expected(cfg.check ? hi + es : 0);
     for (std::size_t bytes : sizes) {
       for (const std::string& algo : algos) {
-        Row row = bench(cfg, algo, bytes, t, op, cost, buf, input, expected);
+        Row row = run_benchmark(cfg, algo, bytes, t, op, cost, buf, input, expected);
         if (g_rank == 0) {
           if (!row.error.empty()) {
             std::printf("# %s, %zu bytes: error: %s\n", algo.c_str(), row.bytes, row.error.c_str());

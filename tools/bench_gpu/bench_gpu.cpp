@@ -28,29 +28,20 @@
 #include <utility>
 #include <vector>
 
+#include "../bench_flags.hpp"
 #include "cuda_check.hpp"
 #include "kernels.hpp"
 #include "stragglar/nccl.hpp"
-#include "stragglar/runtime/float16.hpp"
+#include "stragglar/runtime/element.hpp"
 #include "stragglar/units.hpp"
 
 using namespace stragglar;
 
 namespace {
 
-struct Config {
-  std::string min_bytes = "64M", max_bytes = "64M";
-  double factor = 2;
-  int iters = 20, warmup = 5, check = 1;
-  std::string dtype_name = "float", op_name = "sum";
-  DataType dtype = DataType::float32;
+struct Config : bench::BenchFlags {
+  DataType dtype = DataType::float32;  // parsed from dtype_name / op_name
   ReduceOp op = ReduceOp::sum;
-  std::string algos = "stragglar,ring,rhd,allpairs,broadcast,native";
-  int straggler = -1;
-  double delay_ms = 0;
-  bool ideal = false;
-  std::string pipeline = "auto";
-  std::string json;
 };
 
 int g_rank = 0, g_n = 1;
@@ -58,22 +49,7 @@ int g_rank = 0, g_n = 1;
 Config parse(int argc, char** argv) {
   Config cfg;
   CLI::App app{"stragglar-bench-gpu: AllReduce timings under a straggler on GPUs (NCCL), shaped like nccl-tests"};
-  app.add_option("-b,--minbytes", cfg.min_bytes, "Smallest size (K/M/G suffixes, binary)")->capture_default_str();
-  app.add_option("-e,--maxbytes", cfg.max_bytes, "Largest size")->capture_default_str();
-  app.add_option("-f,--stepfactor", cfg.factor, "Size multiplication factor")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("-n,--iters", cfg.iters, "Timed iterations")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("-w,--warmup_iters", cfg.warmup, "Warmup iterations")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("-c,--check", cfg.check, "Check results (0/1)")->capture_default_str()->check(CLI::Range(0, 1));
-  app.add_option("-d,--datatype", cfg.dtype_name, "float, double, half, bfloat16, int32, int64")->capture_default_str();
-  app.add_option("-o,--op", cfg.op_name, "sum, prod, min, max, avg")->capture_default_str();
-  app.add_option("--algo", cfg.algos, "Comma-separated: stragglar, ring, rhd, allpairs, broadcast (direct), native")
-      ->capture_default_str();
-  app.add_option("--straggler", cfg.straggler, "Straggler rank (-1 = n-1)")->capture_default_str();
-  app.add_option("--delay", cfg.delay_ms, "Straggler delay after the common start, ms (GPU sleep kernel)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_flag("--ideal", cfg.ideal, "Time only the phases that wait for the straggler (ideal case)");
-  app.add_option("--pipeline", cfg.pipeline, "StragglAR chunks per rank K, or auto")->capture_default_str();
-  app.add_option("--json", cfg.json, "Write rows as JSON");
+  bench::add_bench_flags(app, cfg, "", "ms (GPU sleep kernel)");
   try {
     app.parse(argc, argv);
     cfg.dtype = parse_dtype(cfg.dtype_name);
@@ -129,17 +105,6 @@ double expected(ReduceOp op, DataType t, std::size_t i) {
   }
   if (op == ReduceOp::avg) acc = (t == DataType::int32 || t == DataType::int64) ? std::trunc(acc / g_n) : acc / g_n;
   return acc;
-}
-double decode(const std::byte* p, DataType t) {
-  switch (t) {
-    case DataType::float32: { float x; std::memcpy(&x, p, 4); return x; }
-    case DataType::float64: { double x; std::memcpy(&x, p, 8); return x; }
-    case DataType::float16: { std::uint16_t h; std::memcpy(&h, p, 2); return half_to_float(h); }
-    case DataType::bfloat16: { std::uint16_t h; std::memcpy(&h, p, 2); return bfloat16_to_float(h); }
-    case DataType::int32: { std::int32_t x; std::memcpy(&x, p, 4); return x; }
-    case DataType::int64: { std::int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
-  }
-  return 0;
 }
 // The expected value rounded to the dtype, back as a double (bit-exact comparison).
 double rounded(double v, DataType t) {
@@ -288,7 +253,7 @@ int main(int argc, char** argv) {
                              cfg.dtype != DataType::int64;
           for (std::size_t i = 0; i < count; ++i) {
             const double want = rounded(expected(cfg.op, cfg.dtype, i), cfg.dtype);
-            const double got = decode(host.data() + i * es, cfg.dtype);
+            const double got = load_element(host.data(), i, cfg.dtype);
             if (loose ? !(std::fabs(got - want) <= 1e-2 * std::fabs(want)) : got != want) ++wrong;
           }
         }
@@ -307,8 +272,8 @@ int main(int argc, char** argv) {
         if (wrong_all > 0) rc = 1;
       }
     }
-    if (g_rank == 0 && !cfg.json.empty()) {
-      if (FILE* f = std::fopen(cfg.json.c_str(), "w")) {
+    if (g_rank == 0 && !cfg.json_file.empty()) {
+      if (FILE* f = std::fopen(cfg.json_file.c_str(), "w")) {
         std::fprintf(f, "{\"tool\": \"stragglar-bench-gpu\", \"nranks\": %d, \"transport\": \"%s\", \"straggler\": %d, "
                         "\"type\": \"%s\", \"redop\": \"%s\", \"ideal\": %s, \"iters\": %d, \"warmup\": %d, \"rows\": [\n",
                      g_n, transport.c_str(), straggler, to_string(cfg.dtype), to_string(cfg.op),

@@ -1,0 +1,43 @@
+// The nccl-tests-shaped flags stragglar-bench (MPI, tools/bench) and stragglar-bench-gpu
+// (NCCL, tools/bench_gpu) share, declared once so the two stay one interface.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace stragglar::bench {
+
+struct BenchFlags {
+  std::string min_bytes = "64M", max_bytes = "64M";
+  double factor = 2;
+  int iters = 20, warmup = 5, check = 1;
+  std::string dtype_name = "float", op_name = "sum";
+  std::string algos = "stragglar,ring,rhd,allpairs,broadcast,native";
+  int straggler = -1;
+  double delay_ms = 0;
+  bool ideal = false;
+  std::string pipeline = "auto";
+  std::string json_file;
+};
+
+// `algo_extra` adds to the --algo help, `delay_how` says how the straggler waits.
+inline void add_bench_flags(CLI::App& app, BenchFlags& f, const std::string& algo_extra, const std::string& delay_how) {
+  app.add_option("-b,--minbytes", f.min_bytes, "Smallest size (K/M/G suffixes, binary)")->capture_default_str();
+  app.add_option("-e,--maxbytes", f.max_bytes, "Largest size")->capture_default_str();
+  app.add_option("-f,--stepfactor", f.factor, "Size multiplication factor")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("-n,--iters", f.iters, "Timed iterations")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("-w,--warmup_iters", f.warmup, "Warmup iterations")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("-c,--check", f.check, "Check results (0/1)")->capture_default_str()->check(CLI::Range(0, 1));
+  app.add_option("-d,--datatype", f.dtype_name, "float, double, half, bfloat16, int32, int64")->capture_default_str();
+  app.add_option("-o,--op", f.op_name, "sum, prod, min, max, avg")->capture_default_str();
+  app.add_option("--algo", f.algos, "Comma-separated: stragglar, ring, rhd, allpairs, broadcast (direct), native" + algo_extra)
+      ->capture_default_str();
+  app.add_option("--straggler", f.straggler, "Straggler rank (-1 = n-1)")->capture_default_str();
+  app.add_option("--delay", f.delay_ms, "Straggler delay after the common start, " + delay_how)
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--ideal", f.ideal, "Time only the phases that wait for the straggler (ideal case)");
+  app.add_option("--pipeline", f.pipeline, "StragglAR chunks per rank K, or auto")->capture_default_str();
+  app.add_option("--json", f.json_file, "Write rows as JSON");
+}
+
+}  // namespace stragglar::bench
