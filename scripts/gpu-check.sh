@@ -73,7 +73,7 @@ fi
 bench_log="$OUT/stragglar_bench_gpu.log"
 timeout 600 "${MPIRUN[@]}" -np "$BENCH_RANKS" sh -c "$(per_rank "$BUILD/stragglar-bench-gpu" \
   -b "$BENCH_BYTES" -e "$BENCH_BYTES" -d float -o sum --algo stragglar,ring,native \
-  --straggler $((BENCH_RANKS - 1)) --delay "$DELAY_MS" -n "$BENCH_ITERS" -w 1 -c 1 \
+  --straggler $((BENCH_RANKS - 1)) --delay "$DELAY_MS" -n "$BENCH_ITERS" -w 1 -c 1 --calibrate \
   --json "$OUT/stragglar_bench_gpu.json")" >"$bench_log" 2>&1
 rc=$?
 [ $rc -eq 0 ] || { say "stragglar-bench-gpu: rc=$rc (see $bench_log)"; status=1; }
@@ -86,9 +86,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print(f"StragglAR vs ring vs ncclAllReduce: {d['nranks']} ranks, {d['rows'][0]['size'] >> 20} MiB {d['type']} {d['redop']}, "
       f"straggler {d['straggler']}, transport: {d['transport']}")
-print(f"{'algo':>10} {'delay(ms)':>10} {'time(ms)':>10} {'exposed(ms)':>12} {'busbw(GB/s)':>12} {'#wrong':>7}")
+print(f"{'algo':>10} {'delay(ms)':>10} {'time(ms)':>10} {'exposed(ms)':>12} {'busbw(GB/s)':>12} {'#wrong':>7} {'meas/pred':>10}")
 for r in d["rows"]:
-    print(f"{r['algo']:>10} {r['delay_ms']:>10.1f} {r['time_us']/1e3:>10.2f} {r['exposed_us']/1e3:>12.2f} {r['busbw']:>12.3f} {r['wrong']:>7}")
+    ratio = f"{r['exposed_us'] / r['predicted_exposed_us']:.2f}" if r.get("predicted_exposed_us") else "-"
+    print(f"{r['algo']:>10} {r['delay_ms']:>10.1f} {r['time_us']/1e3:>10.2f} {r['exposed_us']/1e3:>12.2f} {r['busbw']:>12.3f} {r['wrong']:>7} {ratio:>10}")
 EOF
 else
   grep -E '^#|^ +[0-9]' "$bench_log" | tee -a "$SUMMARY"

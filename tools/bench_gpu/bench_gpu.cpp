@@ -25,6 +25,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,8 @@
 #include "kernels.hpp"
 #include "stragglar/nccl.hpp"
 #include "stragglar/runtime/element.hpp"
+#include "stragglar/simulate.hpp"
+#include "stragglar/synthesize.hpp"
 #include "stragglar/units.hpp"
 
 using namespace stragglar;
@@ -42,6 +46,7 @@ namespace {
 struct Config : bench::BenchFlags {
   DataType dtype = DataType::float32;  // parsed from dtype_name / op_name
   ReduceOp op = ReduceOp::sum;
+  bool calibrate = false;
 };
 
 int g_rank = 0, g_n = 1;
@@ -50,6 +55,8 @@ Config parse(int argc, char** argv) {
   Config cfg;
   CLI::App app{"stragglar-bench-gpu: AllReduce timings under a straggler on GPUs (NCCL), shaped like nccl-tests"};
   bench::add_bench_flags(app, cfg, "", "ms (GPU sleep kernel)");
+  app.add_flag("--calibrate", cfg.calibrate,
+               "Measure alpha and beta with pairwise ncclSend/ncclRecv exchanges; print the model's prediction");
   try {
     app.parse(argc, argv);
     cfg.dtype = parse_dtype(cfg.dtype_name);
@@ -106,6 +113,67 @@ double expected(ReduceOp op, DataType t, std::size_t i) {
   if (op == ReduceOp::avg) acc = (t == DataType::int32 || t == DataType::int64) ? std::trunc(acc / g_n) : acc / g_n;
   return acc;
 }
+// α-β calibration over the same transport: ranks pair up (r ↔ r^1; an odd last rank idles)
+// and exchange `bytes` both ways in one NCCL group, timed with CUDA events; t(s) = α + β·s from
+// two sizes, median over repetitions, maximum over ranks. (γ is left 0: CUDA reductions run
+// far above the link bandwidth.) sendbuf/recvbuf must hold `large` bytes.
+CostModel calibrate(ncclComm_t comm, cudaStream_t stream, void* sendbuf, void* recvbuf, std::size_t large) {
+  const std::size_t small = 4096;
+  const int peer = g_rank ^ 1;
+  cudaEvent_t a, b;
+  STRAGGLAR_CUDA_CHECK(cudaEventCreate(&a));
+  STRAGGLAR_CUDA_CHECK(cudaEventCreate(&b));
+  auto measure = [&](std::size_t bytes, int reps) {
+    std::vector<double> ts;
+    for (int i = 0; i < reps + 2; ++i) {
+      STRAGGLAR_CUDA_CHECK(cudaStreamSynchronize(stream));
+      MPI_Barrier(MPI_COMM_WORLD);
+      STRAGGLAR_CUDA_CHECK(cudaEventRecord(a, stream));
+      if (peer < g_n) {
+        STRAGGLAR_NCCL_CHECK(ncclGroupStart());
+        STRAGGLAR_NCCL_CHECK(ncclSend(sendbuf, bytes, ncclChar, peer, comm, stream));
+        STRAGGLAR_NCCL_CHECK(ncclRecv(recvbuf, bytes, ncclChar, peer, comm, stream));
+        STRAGGLAR_NCCL_CHECK(ncclGroupEnd());
+      }
+      STRAGGLAR_CUDA_CHECK(cudaEventRecord(b, stream));
+      STRAGGLAR_CUDA_CHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      STRAGGLAR_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      double dt = ms * 1e-3, worst = 0;
+      MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (i >= 2) ts.push_back(worst);
+    }
+    std::sort(ts.begin(), ts.end());
+    return ts[ts.size() / 2];
+  };
+  const double t_small = measure(small, 30), t_large = measure(large, 10);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  CostModel c;
+  c.beta_s_per_byte = std::max(1e-15, (t_large - t_small) / static_cast<double>(large - small));
+  c.alpha_s = std::max(0.0, t_small - c.beta_s_per_byte * static_cast<double>(small));
+  if (g_rank == 0)
+    std::printf("# calibration: exchange %zu B: %.1f us, %zu B: %.1f us -> alpha %.2f us, beta %.3f GB/s\n", small,
+                t_small * 1e6, large, t_large * 1e6, c.alpha_s * 1e6, 1.0 / c.beta_s_per_byte / 1e9);
+  return c;
+}
+
+// The model's (time, exposed) for one row: the schedule the runtime runs (same K choice).
+std::pair<double, double> predict(const NcclOptions& o, std::size_t bytes, const CostModel& cost, const Config& cfg) {
+  SynthOptions so;
+  if (o.algorithm == Algorithm::stragglar || o.algorithm == Algorithm::broadcast)
+    so.straggler = o.straggler < 0 ? g_n - 1 : o.straggler;
+  so.pipeline = o.algorithm != Algorithm::stragglar ? 1
+                : o.pipeline == kPipelineAuto    ? std::max(1, choose_pipeline(g_n, bytes, cost))
+                                                 : o.pipeline;
+  const Schedule s = synthesize(o.algorithm, g_n, so);
+  Delay d;
+  d.ideal = cfg.ideal;
+  d.seconds = cfg.ideal ? 0 : cfg.delay_ms * 1e-3;
+  const SimResult sim = simulate(s, bytes, cost, d);
+  return {sim.time_s, sim.exposed_s};
+}
+
 // The expected value rounded to the dtype, back as a double (bit-exact comparison).
 double rounded(double v, DataType t) {
   switch (t) {
@@ -123,6 +191,7 @@ struct Row {
   std::string algo;
   double delay_s, time_s, exposed_s, algbw, busbw;
   long wrong;
+  double predicted_s, predicted_exposed_s;  // -1: no prediction (no --calibrate, or native)
 };
 
 }  // namespace
@@ -177,8 +246,11 @@ int main(int argc, char** argv) {
     const std::vector<std::string> algos = split(cfg.algos);
     const std::size_t es = size_of(cfg.dtype);
     void *sendbuf = nullptr, *recvbuf = nullptr;
-    STRAGGLAR_CUDA_CHECK(cudaMalloc(&sendbuf, max_bytes + es));
-    STRAGGLAR_CUDA_CHECK(cudaMalloc(&recvbuf, max_bytes + es));
+    // --calibrate exchanges up to max(max_bytes/(n-1), 1 MiB) bytes through the same buffers.
+    const std::size_t calib_bytes = std::max(max_bytes / static_cast<std::size_t>(std::max(1, g_n - 1)), std::size_t{1} << 20);
+    const std::size_t buf_bytes = std::max(max_bytes, cfg.calibrate ? calib_bytes : 0) + es;
+    STRAGGLAR_CUDA_CHECK(cudaMalloc(&sendbuf, buf_bytes));
+    STRAGGLAR_CUDA_CHECK(cudaMalloc(&recvbuf, buf_bytes));
     // Inputs: pattern 1 = (r+1) + i%7; pattern 0 for prod = 1 + r%2.
     const std::size_t max_count = max_bytes / es;
     if (cfg.op == ReduceOp::prod) cuda::launch_fill(sendbuf, max_count, cfg.dtype, 1.0 + g_rank % 2, 0, stream, max_blocks);
@@ -190,13 +262,16 @@ int main(int argc, char** argv) {
     const int straggler = cfg.straggler < 0 ? g_n - 1 : cfg.straggler;
     require(straggler < g_n, "--straggler " + std::to_string(cfg.straggler) + ": expected a rank < " + std::to_string(g_n));
     const long long delay_ns = static_cast<long long>(cfg.delay_ms * 1e6);
+    std::optional<CostModel> cost;
+    if (cfg.calibrate) cost = calibrate(comm, stream, sendbuf, recvbuf, calib_bytes);
 
     if (g_rank == 0) {
       std::printf("# stragglar-bench-gpu: %d ranks, transport: %s, straggler %d, delay %.3f ms%s, %d iters (+%d warm-up)\n",
                   g_n, transport.c_str(), straggler, cfg.delay_ms, cfg.ideal ? " (ideal: waiting phases only)" : "",
                   cfg.iters, cfg.warmup);
-      std::printf("%12s %12s %8s %6s %10s %10s %12s %12s %8s %8s %7s\n", "size", "count", "type", "redop", "algo",
-                  "delay(ms)", "time(us)", "exposed(us)", "algbw", "busbw", "#wrong");
+      std::printf("%12s %12s %8s %6s %10s %10s %12s %12s %8s %8s %7s%s\n", "size", "count", "type", "redop", "algo",
+                  "delay(ms)", "time(us)", "exposed(us)", "algbw", "busbw", "#wrong",
+                  cost ? "     pred(us) pred_exp(us) meas/pred" : "");
       std::printf("%12s %12s %8s %6s %10s %10s %12s %12s %8s %8s %7s\n", "(B)", "(elements)", "", "", "", "", "", "",
                   "(GB/s)", "(GB/s)", "");
     }
@@ -206,6 +281,7 @@ int main(int argc, char** argv) {
       const std::size_t count = bytes / es;
       for (const std::string& name : algos) {
         NcclOptions o = options_for_name(name, cfg);
+        if (cost) o.cost = cost;  // the runtime's auto K from the same model as the prediction
         const bool ideal = cfg.ideal && !o.native;
         // One iteration; returns (time, exposed) in seconds on this rank's GPU clock.
         auto iteration = [&]() -> std::pair<double, double> {
@@ -262,11 +338,19 @@ int main(int argc, char** argv) {
         const double algbw = exposed > 0 ? static_cast<double>(count * es) / exposed / 1e9 : 0.0;
         const double busbw = algbw * 2.0 * (g_n - 1) / g_n;
         const double delay_s = ideal ? 0.0 : cfg.delay_ms * 1e-3;
-        rows.push_back({count * es, count, name, delay_s, time, exposed, algbw, busbw, cfg.check ? wrong_all : -1});
+        Row row{count * es, count, name, delay_s, time, exposed, algbw, busbw, cfg.check ? wrong_all : -1, -1, -1};
+        if (cost && !o.native) std::tie(row.predicted_s, row.predicted_exposed_s) = predict(o, count * es, *cost, cfg);
+        rows.push_back(row);
         if (g_rank == 0) {
-          std::printf("%12zu %12zu %8s %6s %10s %10.3f %12.1f %12.1f %8.3f %8.3f %7s\n", count * es, count,
+          std::printf("%12zu %12zu %8s %6s %10s %10.3f %12.1f %12.1f %8.3f %8.3f %7s", count * es, count,
                       to_string(cfg.dtype), to_string(cfg.op), name.c_str(), delay_s * 1e3, time * 1e6,
                       exposed * 1e6, algbw, busbw, cfg.check ? std::to_string(wrong_all).c_str() : "N/A");
+          if (row.predicted_exposed_s > 0)
+            std::printf(" %12.1f %12.1f %9.2f", row.predicted_s * 1e6, row.predicted_exposed_s * 1e6,
+                        exposed / row.predicted_exposed_s);
+          else if (cost)
+            std::printf(" %12s %12s %9s", "-", "-", "-");
+          std::printf("\n");
           std::fflush(stdout);
         }
         if (wrong_all > 0) rc = 1;
@@ -282,9 +366,13 @@ int main(int argc, char** argv) {
           const Row& r = rows[i];
           std::fprintf(f, "  {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"algo\": \"%s\", "
                           "\"delay_ms\": %.6g, \"time_us\": %.6g, \"exposed_us\": %.6g, \"algbw\": %.6g, "
-                          "\"busbw\": %.6g, \"wrong\": %ld}%s\n",
+                          "\"busbw\": %.6g, \"wrong\": %ld",
                        r.bytes, r.count, to_string(cfg.dtype), to_string(cfg.op), r.algo.c_str(), r.delay_s * 1e3,
-                       r.time_s * 1e6, r.exposed_s * 1e6, r.algbw, r.busbw, r.wrong, i + 1 < rows.size() ? "," : "");
+                       r.time_s * 1e6, r.exposed_s * 1e6, r.algbw, r.busbw, r.wrong);
+          if (r.predicted_exposed_s > 0)
+            std::fprintf(f, ", \"predicted_us\": %.6g, \"predicted_exposed_us\": %.6g", r.predicted_s * 1e6,
+                         r.predicted_exposed_s * 1e6);
+          std::fprintf(f, "}%s\n", i + 1 < rows.size() ? "," : "");
         }
         std::fprintf(f, "]}\n");
         std::fclose(f);
