@@ -4,6 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "stragglar/error.hpp"
+#include "stragglar/synthesize.hpp"
+
 namespace stragglar::bench {
 
 struct BenchFlags {
@@ -38,6 +41,15 @@ inline void add_bench_flags(CLI::App& app, BenchFlags& f, const std::string& alg
   app.add_flag("--ideal", f.ideal, "Time only the phases that wait for the straggler (ideal case)");
   app.add_option("--pipeline", f.pipeline, "StragglAR chunks per rank K, or auto")->capture_default_str();
   app.add_option("--json", f.json_file, "Write rows as JSON");
+}
+
+// parse_pipeline with the flag or --algo entry it came from in the message.
+inline int parse_pipeline_text(const std::string& text, const std::string& where) {
+  try {
+    return parse_pipeline(text);
+  } catch (const Error& e) {
+    throw Error(e.code(), where + ": " + e.what());
+  }
 }
 
 }  // namespace stragglar::bench

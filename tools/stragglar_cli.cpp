@@ -22,18 +22,6 @@ namespace {
 
 using namespace stragglar;
 
-// --pipeline takes a positive K or "auto".
-int parse_pipeline(const std::string& text) {
-  if (text == "auto") return kPipelineAuto;
-  try {
-    std::size_t used = 0;
-    const int k = std::stoi(text, &used);
-    if (used == text.size() && k >= 1) return k;
-  } catch (const std::exception&) {
-  }
-  throw Error(ErrorCode::InvalidUsage, "pipeline '" + text + "': expected a positive integer K or auto");
-}
-
 std::string read_input(const std::string& path) {
   if (path == "-") return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
   std::ifstream in(path);

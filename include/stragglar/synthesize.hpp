@@ -24,6 +24,9 @@ inline constexpr int kMinRanks = 2;
 inline constexpr int kMaxRanks = 4096;
 // pipeline == kPipelineAuto: choose K from the α-β model (see choose_pipeline).
 inline constexpr int kPipelineAuto = 0;
+// The text form of a pipeline (--pipeline flags): "auto" → kPipelineAuto, else an integer
+// K ≥ 1; anything else throws Error(InvalidUsage) naming the text.
+int parse_pipeline(std::string_view text);
 
 struct SynthOptions {
   // The rank singled out as straggler; nullopt = n-1. Used by stragglar and broadcast.

@@ -35,6 +35,18 @@ int stragglar_round_bound(int nranks) {
   return nranks + detail::ceil_log2(nranks) - 2;
 }
 
+int parse_pipeline(std::string_view text) {
+  if (text == "auto") return kPipelineAuto;
+  const std::string s(text);
+  try {
+    std::size_t used = 0;
+    const int k = std::stoi(s, &used);
+    if (used == s.size() && k >= 1) return k;
+  } catch (const std::exception&) {  // not a number, or out of int range: the error below
+  }
+  throw Error(ErrorCode::InvalidUsage, "pipeline '" + s + "': expected a positive integer K or auto");
+}
+
 int choose_pipeline(int nranks, std::size_t bytes, const CostModel& cost) {
   require(nranks >= kMinRanks && nranks <= kMaxRanks,
           "choose_pipeline: nranks = " + std::to_string(nranks) + ", expected " +

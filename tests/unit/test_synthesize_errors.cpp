@@ -1,6 +1,8 @@
 // Bad input to synthesize() gets an Error that names the value and what was expected.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "stragglar/error.hpp"
 #include "stragglar/synthesize.hpp"
 
@@ -41,6 +43,14 @@ TEST(SynthesizeErrors, NegativePipeline) {
   SynthOptions o;
   o.pipeline = -2;
   expect_error([&] { synthesize(Algorithm::stragglar, 8, o); }, "pipeline = -2");
+}
+
+TEST(SynthesizeErrors, PipelineText) {
+  EXPECT_EQ(parse_pipeline("auto"), kPipelineAuto);
+  EXPECT_EQ(parse_pipeline("1"), 1);
+  EXPECT_EQ(parse_pipeline("12"), 12);
+  for (const char* bad : {"0", "-3", "x", "3x", "", "99999999999"})
+    expect_error([&] { parse_pipeline(bad); }, std::string("pipeline '") + bad + "': expected a positive integer K or auto");
 }
 
 }  // namespace

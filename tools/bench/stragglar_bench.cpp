@@ -203,15 +203,6 @@ AlgoEntry split_algo_entry(const std::string& entry) {
   if (colon == std::string::npos) return {entry, ""};
   return {entry.substr(0, colon), entry.substr(colon + 1)};
 }
-int parse_pipeline_text(const std::string& text, const std::string& where) {
-  if (text == "auto") return kPipelineAuto;
-  std::size_t pos = 0;
-  int k = 0;
-  try { k = std::stoi(text, &pos); } catch (const std::exception&) { pos = 0; }
-  require(pos == text.size() && k >= 1, where + " '" + text + "' is not valid: expected a positive integer or auto");
-  return k;
-}
-
 // ---- one row -----------------------------------------------------------------------------------
 Row run_benchmark(const Config& cfg, const std::string& algo, std::size_t bytes, DataType t, ReduceOp op,
           const std::optional<CostModel>& cost, std::vector<char>& buf, std::vector<char>& input,
@@ -228,7 +219,7 @@ Row run_benchmark(const Config& cfg, const std::string& algo, std::size_t bytes,
   const AlgoEntry entry = split_algo_entry(algo);
   Options o = options_for(entry.name);
   o.straggler = straggler;
-  o.pipeline = parse_pipeline_text(entry.pipeline.empty() ? cfg.pipeline : entry.pipeline, "--pipeline");
+  o.pipeline = bench::parse_pipeline_text(entry.pipeline.empty() ? cfg.pipeline : entry.pipeline, "--pipeline");
   o.cost = cost;
   try {
     row.pipeline = resolve_pipeline(o, g_n, row.bytes);
@@ -308,7 +299,7 @@ int main(int argc, char** argv) {
     const ReduceOp op = parse_reduce_op(cfg.op_name);
     require(cfg.straggler >= -1 && cfg.straggler < g_n,
             "--straggler " + std::to_string(cfg.straggler) + " is outside [0, " + std::to_string(g_n) + ") (or -1)");
-    (void)parse_pipeline_text(cfg.pipeline, "--pipeline");
+    (void)bench::parse_pipeline_text(cfg.pipeline, "--pipeline");
     std::vector<std::string> algos;
     {
       std::stringstream ss(cfg.algos);
@@ -319,7 +310,7 @@ int main(int argc, char** argv) {
           (void)options_for(entry.name);  // validates the name
           if (!entry.pipeline.empty()) {
             require(entry.name == "stragglar", "--algo entry '" + a + "': only stragglar takes a pipeline factor");
-            (void)parse_pipeline_text(entry.pipeline, "--algo entry '" + a + "' pipeline");
+            (void)bench::parse_pipeline_text(entry.pipeline, "--algo entry '" + a + "' pipeline");
           }
           algos.push_back(a);
         }

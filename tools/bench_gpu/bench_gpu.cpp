@@ -88,8 +88,7 @@ NcclOptions options_for_name(const std::string& name, const Config& c) {
   if (name == "native") o.native = true;
   else o.algorithm = parse_algorithm(name);
   o.straggler = c.straggler;
-  o.pipeline = c.pipeline == "auto" ? kPipelineAuto : std::stoi(c.pipeline);
-  require(o.pipeline >= 0, "--pipeline " + c.pipeline + ": expected a number >= 1 or auto");
+  o.pipeline = bench::parse_pipeline_text(c.pipeline, "--pipeline");
   return o;
 }
 
