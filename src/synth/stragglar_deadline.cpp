@@ -57,7 +57,8 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
 
 // Min-cost flow, integer costs, arcs added per round into reused storage. Arcs are collected as
 // a list, then laid out per tail node (CSR, each node's arcs in reverse insertion order) for
-// the search loops.
+// the search loops. Costs are small (|cost| ≤ ~1300 per arc, paths of ≤ 5 arcs), so 32-bit
+// ints, and an arc's fields sit together: both hot loops read to/cap/cost of one arc at a time.
 class Flow {
  public:
   void reset(int nodes) {
@@ -71,86 +72,102 @@ class Flow {
     ea_.push_back(a);
     eb_.push_back(b);
     ecap_.push_back(cap);
-    ecost_.push_back(cost);
+    ecost_.push_back(static_cast<int>(cost));
   }
   // After run(): arcs out of `node` as [begin, end) positions; forward arcs carry flow.
   int begin(int node) const { return off_[static_cast<std::size_t>(node)]; }
   int end(int node) const { return off_[static_cast<std::size_t>(node) + 1]; }
-  int to(int p) const { return to_[static_cast<std::size_t>(p)]; }
+  int to(int p) const { return arc_[static_cast<std::size_t>(p)].to; }
   bool forward(int p) const { return fwd_[static_cast<std::size_t>(p)] != 0; }
   // Flow on the forward arc of the pair p belongs to (a reverse arc's residual is that flow).
   int flow_on(int p) const {
-    return forward(p) ? cap_[static_cast<std::size_t>(rev_[static_cast<std::size_t>(p)])] : cap_[static_cast<std::size_t>(p)];
+    const Arc& a = arc_[static_cast<std::size_t>(p)];
+    return forward(p) ? arc_[static_cast<std::size_t>(a.rev)].cap : a.cap;
   }
 
   // Maximum-weight flow s → t (stops when the cheapest augmenting path has cost ≥ 0). Nodes
   // must be numbered so that every forward arc goes from a lower to a higher index (a DAG),
   // which gives the initial potentials in one pass.
-  void run(int s, int t) {
+  //
+  // Nodes in [u0, u1) are "unit" nodes: their only out-arc is one to t, added after all arcs
+  // into them. Their inflow is ≤ 1, so of their reverse arcs at most one has residual capacity
+  // (the one carrying their inflow, kept in in_arc_): both searches look at that arc and the arc
+  // to t only, instead of scanning every reverse arc (half of all arcs here). The result is the
+  // same as a full scan: the skipped arcs have no capacity.
+  void run(int s, int t, int u0, int u1) {
     build();
+    u0_ = u0;
+    u1_ = u1;
+    in_arc_.assign(static_cast<std::size_t>(nodes_), -1);
     const int nodes = nodes_;
-    constexpr long long kInf = std::numeric_limits<long long>::max() / 4;
+    constexpr int kInf = std::numeric_limits<int>::max() / 4;
     pi_.assign(static_cast<std::size_t>(nodes), kInf);
     pi_[static_cast<std::size_t>(s)] = 0;
     for (int u = 0; u < nodes; ++u) {
       if (pi_[static_cast<std::size_t>(u)] == kInf) continue;
-      for (int a = begin(u); a < end(u); ++a)
-        if (cap_[static_cast<std::size_t>(a)] > 0) {
-          const int v = to_[static_cast<std::size_t>(a)];
-          pi_[static_cast<std::size_t>(v)] =
-              std::min(pi_[static_cast<std::size_t>(v)], pi_[static_cast<std::size_t>(u)] + cost_[static_cast<std::size_t>(a)]);
-        }
+      for (int p = begin(u); p < end(u); ++p) {
+        const Arc& a = arc_[static_cast<std::size_t>(p)];
+        if (a.cap > 0) pi_[static_cast<std::size_t>(a.to)] = std::min(pi_[static_cast<std::size_t>(a.to)], pi_[static_cast<std::size_t>(u)] + a.cost);
+      }
     }
     for (auto& p : pi_)
       if (p == kInf) p = 0;  // unreachable: never on a path
     if (pi_[static_cast<std::size_t>(t)] >= 0) return;
     dist_.resize(static_cast<std::size_t>(nodes));
     cur_.resize(static_cast<std::size_t>(nodes));
-    dead_.resize(static_cast<std::size_t>(nodes));
-    seen_.assign(static_cast<std::size_t>(nodes), 0);
+    mark_.resize(static_cast<std::size_t>(nodes));
     stamp_ = 0;
     while (true) {
       // Dijkstra on reduced costs (non-negative on residual arcs; small integers, so Dial's
       // buckets). Stops once t is settled: later nodes get dist ≥ dist(t), clamped below.
       std::fill(dist_.begin(), dist_.end(), kInf);
       dist_[static_cast<std::size_t>(s)] = 0;
-      for (auto& b : buckets_) b.clear();
+      for (std::size_t d = 0; d < used_buckets_; ++d) buckets_[d].clear();
       if (buckets_.empty()) buckets_.resize(1);
+      used_buckets_ = 1;
       buckets_[0].push_back(s);
       // Raw pointers: the vectors do not change size here, and locals let the compiler keep
       // them in registers (through `this` it reloads them after every store).
       const int* off = off_.data();
-      const int* to = to_.data();
-      const int* cap = cap_.data();
-      const long long* cost = cost_.data();
-      const long long* pi = pi_.data();
-      long long* dist = dist_.data();
-      for (std::size_t d = 0; d < buckets_.size(); ++d) {
-        if (dist[t] < static_cast<long long>(d)) break;
+      const Arc* arc = arc_.data();
+      const int* pi = pi_.data();
+      int* dist = dist_.data();
+      const int* in_arc = in_arc_.data();
+      const auto relax = [&](int base, const Arc& a) {
+        const int v = a.to;
+        const int nd = base + a.cost - pi[v];
+        if (nd < dist[v]) {
+          dist[v] = nd;
+          const auto b = static_cast<std::size_t>(nd);
+          if (b >= buckets_.size()) buckets_.resize(b + 1);
+          used_buckets_ = std::max(used_buckets_, b + 1);
+          buckets_[b].push_back(v);
+        }
+      };
+      // Nodes at distance ≥ dist(t) need not be expanded: what they reach gets dist ≥ dist(t),
+      // and the potential update clamps at dist(t).
+      for (std::size_t d = 0; d < used_buckets_ && static_cast<int>(d) < dist[t]; ++d) {
         for (std::size_t bi = 0; bi < buckets_[d].size(); ++bi) {
           const int u = buckets_[d][bi];
-          if (dist[u] != static_cast<long long>(d)) continue;
-          const long long base = static_cast<long long>(d) + pi[u];
-          for (int a = off[u], e = off[u + 1]; a < e; ++a) {
-            if (cap[a] <= 0) continue;
-            const int v = to[a];
-            const long long nd = base + cost[a] - pi[v];
-            if (nd < dist[v]) {
-              dist[v] = nd;
-              if (static_cast<std::size_t>(nd) >= buckets_.size()) buckets_.resize(static_cast<std::size_t>(nd) + 1);
-              buckets_[static_cast<std::size_t>(nd)].push_back(v);
-            }
+          if (dist[u] != static_cast<int>(d)) continue;
+          const int base = static_cast<int>(d) + pi[u];
+          if (u >= u0_ && u < u1_) {
+            if (arc[off[u]].cap > 0) relax(base, arc[off[u]]);
+            if (in_arc[u] >= 0) relax(base, arc[in_arc[u]]);
+            continue;
           }
+          for (const Arc *a = arc + off[u], *e = arc + off[u + 1]; a < e; ++a)
+            if (a->cap > 0) relax(base, *a);
         }
       }
-      const long long dt = dist_[static_cast<std::size_t>(t)];
+      const int dt = dist_[static_cast<std::size_t>(t)];
       if (dt >= kInf) return;
       for (int v = 0; v < nodes; ++v) pi_[static_cast<std::size_t>(v)] += std::min(dist_[static_cast<std::size_t>(v)], dt);
       if (pi_[static_cast<std::size_t>(t)] - pi_[static_cast<std::size_t>(s)] >= 0) return;  // no profit left
       // Blocking flow on the arcs of reduced cost 0.
       for (int v = 0; v < nodes; ++v) {
         cur_[static_cast<std::size_t>(v)] = begin(v);
-        dead_[static_cast<std::size_t>(v)] = 0;
+        mark_[static_cast<std::size_t>(v)] = 0;
       }
       while (augment(s, t)) {
       }
@@ -158,6 +175,10 @@ class Flow {
   }
 
  private:
+  struct Arc {
+    int to, cap, cost, rev;  // rev: position of the paired arc
+  };
+
   void build() {
     const auto arcs = 2 * ea_.size();
     off_.assign(static_cast<std::size_t>(nodes_) + 1, 0);
@@ -167,10 +188,7 @@ class Flow {
     }
     for (int u = 0; u < nodes_; ++u) off_[static_cast<std::size_t>(u) + 1] += off_[static_cast<std::size_t>(u)];
     fill_.assign(off_.begin(), off_.end() - 1);
-    to_.resize(arcs);
-    cap_.resize(arcs);
-    cost_.resize(arcs);
-    rev_.resize(arcs);
+    arc_.resize(arcs);
     fwd_.resize(arcs);
     pos_[0].resize(ea_.size());
     pos_[1].resize(ea_.size());
@@ -181,15 +199,13 @@ class Flow {
       const bool f = (id & 1U) == 0;
       const int tail = f ? ea_[k] : eb_[k];
       const auto p = static_cast<std::size_t>(fill_[static_cast<std::size_t>(tail)]++);
-      to_[p] = f ? eb_[k] : ea_[k];
-      cap_[p] = f ? ecap_[k] : 0;
-      cost_[p] = f ? ecost_[k] : -ecost_[k];
+      arc_[p] = Arc{f ? eb_[k] : ea_[k], f ? ecap_[k] : 0, f ? ecost_[k] : -ecost_[k], 0};
       fwd_[p] = f ? 1 : 0;
       pos_[id & 1U][k] = static_cast<int>(p);
     }
     for (std::size_t k = 0; k < ea_.size(); ++k) {
-      rev_[static_cast<std::size_t>(pos_[0][k])] = pos_[1][k];
-      rev_[static_cast<std::size_t>(pos_[1][k])] = pos_[0][k];
+      arc_[static_cast<std::size_t>(pos_[0][k])].rev = pos_[1][k];
+      arc_[static_cast<std::size_t>(pos_[1][k])].rev = pos_[0][k];
     }
   }
 
@@ -198,55 +214,67 @@ class Flow {
   // make that approximate; the next Dijkstra finds whatever it missed).
   bool augment(int s, int t) {
     const int* off = off_.data();
-    const int* to = to_.data();
-    int* cap = cap_.data();
-    const int* rev = rev_.data();
-    const long long* cost = cost_.data();
-    const long long* pi = pi_.data();
-    const char* dead = dead_.data();
-    int* seen = seen_.data();
+    Arc* arc = arc_.data();
+    const int* pi = pi_.data();
+    int* mark = mark_.data();
     int* cur = cur_.data();
     path_.clear();
     const int stamp = ++stamp_;
     int u = s;
-    seen[s] = stamp;
+    mark[s] = stamp;
     while (u != t) {
-      int& a = cur[u];
+      int& p = cur[u];
       const int e = off[u + 1];
-      for (; a < e; ++a) {
-        const int v = to[a];
-        if (cap[a] > 0 && !dead[v] && seen[v] != stamp && cost[a] + pi[u] - pi[v] == 0) break;
+      const int pu = pi[u];
+      const auto admissible = [&](const Arc& a) {
+        return a.cap > 0 && a.cost + pu == pi[a.to] && mark[a.to] < stamp;
+      };
+      if (u >= u0_ && u < u1_) {
+        // The arc to t first, then the one reverse arc with capacity, if any and not passed.
+        if (p == off[u] && !admissible(arc[p])) ++p;
+        if (p > off[u]) p = in_arc_[static_cast<std::size_t>(u)] >= p && admissible(arc[in_arc_[static_cast<std::size_t>(u)]]) ? in_arc_[static_cast<std::size_t>(u)] : e;
+      } else {
+        for (; p < e; ++p)
+          if (admissible(arc[p])) break;
       }
-      if (a >= e) {
-        dead_[static_cast<std::size_t>(u)] = 1;
+      if (p >= e) {
+        mark[u] = kDead;
         if (path_.empty()) return false;
-        u = to[rev[path_.back()]];
+        u = arc[arc[path_.back()].rev].to;
         path_.pop_back();
         continue;
       }
-      path_.push_back(a);
-      u = to[a];
-      seen[u] = stamp;
+      path_.push_back(p);
+      u = arc[p].to;
+      mark[u] = stamp;
     }
-    for (int a : path_) {
-      --cap[a];
-      ++cap[rev[a]];
+    for (int p : path_) {
+      --arc[p].cap;
+      ++arc[arc[p].rev].cap;
+      const int v = arc[p].to, from = arc[arc[p].rev].to;
+      if (v >= u0_ && v < u1_ && v != t) in_arc_[static_cast<std::size_t>(v)] = arc[p].rev;  // entered v: its new inflow
+      if (from >= u0_ && from < u1_ && in_arc_[static_cast<std::size_t>(from)] == p) in_arc_[static_cast<std::size_t>(from)] = -1;  // left along the old one
     }
     return true;
   }
 
   int nodes_ = 0;
-  std::vector<int> ea_, eb_, ecap_;
-  std::vector<long long> ecost_;
-  std::vector<int> off_, fill_, to_, cap_, rev_;
+  std::vector<int> ea_, eb_, ecap_, ecost_;
+  std::vector<int> off_, fill_;
+  std::vector<Arc> arc_;
   std::vector<char> fwd_;
   std::vector<int> pos_[2];
-  std::vector<long long> cost_, pi_, dist_;
+  std::vector<int> pi_, dist_;
   std::vector<int> cur_, path_;
-  std::vector<char> dead_;
-  std::vector<int> seen_;
+  // Per node: the stamp of the augment that last put it on the path, or kDead once it was left
+  // without reaching t in this phase (reset every phase); "usable" is mark < current stamp.
+  static constexpr int kDead = std::numeric_limits<int>::max();
+  std::vector<int> mark_;
   int stamp_ = 0;
   std::vector<std::vector<int>> buckets_;
+  std::size_t used_buckets_ = 0;
+  int u0_ = 0, u1_ = 0;
+  std::vector<int> in_arc_;
 };
 
 struct Attempt {
@@ -335,7 +363,7 @@ struct Attempt {
       }
       for (int v = 0; v < m; ++v)
         if (v != busy) f.add(V0 + v, sink, 1, 0);
-      f.run(0, sink);
+      f.run(0, sink, V0, sink);
 
       // Decompose: per chunk, its senders and its receivers, paired in order.
       got.clear();
