@@ -4,6 +4,8 @@
 //
 // Which builder makes the `allreduce` phase (all synthesize with σ = n-1, then relabel):
 //   n = 2^k         → Algorithm 1 of the paper (stragglar_pow2.cpp), K(n-1)+log2 n-1 rounds.
+//   K = 1, n just below 2^L (2^L − n ≤ L − 1) → Algorithm 1's structure with 2^L − n "double"
+//                     ranks (stragglar_near_pow2.cpp), at the bound n + L − 2.
 //   any other n     → the per-round min-cost flow of stragglar_deadline.cpp (issue #5; at the
 //                     bound for 102 of the 128 even n ≤ 256, one round above it otherwise, and at the
 //                     bound wherever the paper's code has a number: docs/schedules.md); the paper's LEMON
@@ -160,6 +162,8 @@ Schedule synthesize_stragglar(int n, int straggler, const SynthOptions& opts) {
   const bool pow2 = (n & (n - 1)) == 0;
   if (pow2) {
     ar = stragglar_pow2_rounds(n, K);
+  } else if (auto near = K == 1 ? stragglar_near_pow2_rounds(n) : std::nullopt) {
+    ar = std::move(*near);
   } else if (auto rounds = stragglar_deadline_rounds(n, K, K * m + ceil_log2(n) - 1)) {
     ar = std::move(*rounds);
   } else {

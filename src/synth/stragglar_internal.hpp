@@ -24,6 +24,11 @@ int ceil_log2(int n);
 // src/synth/stragglar_pow2.cpp.
 std::vector<Round> stragglar_pow2_rounds(int n, int pipeline);
 
+// K = 1 and n just below a power of two (N − n ≤ L − 1, N = 2^L, L = ⌈log2 n⌉): Algorithm 1's
+// structure with N − n "double" ranks, exactly n + L − 2 rounds (the bound) when every round's
+// matching exists; nullopt when a rule fails (then use the flow). src/synth/stragglar_near_pow2.cpp.
+std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n);
+
 // The paper's method for non-power-of-2 n (appendix "Non-Power-of-2"): per round a
 // maximum-weight matching (LEMON) on the free ranks, weight 2 if both need a chunk of the
 // other, 1 if one way. No round guarantee. src/synth/stragglar_matching.cpp.
