@@ -6,8 +6,8 @@
 //   n = 2^k         → Algorithm 1 of the paper (stragglar_pow2.cpp), K(n-1)+log2 n-1 rounds.
 //   K = 1, n just below 2^L (2^L − n ≤ L − 1) → Algorithm 1's structure with 2^L − n "double"
 //                     ranks (stragglar_near_pow2.cpp), at the bound n + L − 2.
-//   any other n     → the per-round min-cost flow of stragglar_deadline.cpp (issue #5; at the
-//                     bound for 102 of the 128 even n ≤ 256, one round above it otherwise, and at the
+//   any other n     → the per-round min-cost flow of stragglar_deadline.cpp (issue #5; with the
+//                     builder above at the bound for 110 of the 128 even n ≤ 256, one round above it otherwise, and at the
 //                     bound wherever the paper's code has a number: docs/schedules.md); the paper's LEMON
 //                     matching method (stragglar_matching.cpp) is the fallback should it give up.
 #include <algorithm>
