@@ -212,7 +212,7 @@ TEST(StragglarSynth, NearPowerOfTwoBuilderReachesTheBound) {
     expect_valid(make(n, 0), what + " straggler=0");
     ++built;
   }
-  EXPECT_GE(built, kSanitized ? 20 : 26);
+  EXPECT_EQ(built, kSanitized ? 19 : 26);  // 7, 13–15, 28–31, 59–63, 122–127, 249–255 (odd > 64 skipped under ASan)
 }
 
 TEST(StragglarSynth, PipelinedSchedulesVerifyWithExpectedRounds) {
