@@ -4,12 +4,12 @@
 //
 // Which builder makes the `allreduce` phase (all synthesize with σ = n-1, then relabel):
 //   n = 2^k         → Algorithm 1 of the paper (stragglar_pow2.cpp), K(n-1)+log2 n-1 rounds.
-//   K = 1, n just below 2^L (2^L − n ≤ L − 1) → Algorithm 1's structure with 2^L − n "double"
+//   K = 1, n in the upper third below 2^L → Algorithm 1's structure with 2^L − n "double"
 //                     ranks (stragglar_near_pow2.cpp), at the bound n + L − 2.
-//   any other n     → the per-round min-cost flow of stragglar_deadline.cpp (issue #5; with the
-//                     builder above at the bound for 110 of the 128 even n ≤ 256, one round above it otherwise, and at the
-//                     bound wherever the paper's code has a number: docs/schedules.md); the paper's LEMON
-//                     matching method (stragglar_matching.cpp) is the fallback should it give up.
+//   any other n     → the per-round min-cost flow of stragglar_deadline.cpp (issue #5). With the
+//                     builder above every n ≤ 256, even and odd, is at the bound for K = 1
+//                     (docs/schedules.md); the paper's LEMON matching method
+//                     (stragglar_matching.cpp) is the fallback should the flow give up.
 #include <algorithm>
 #include <cmath>
 #include <limits>

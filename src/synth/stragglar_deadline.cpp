@@ -281,8 +281,6 @@ struct Attempt {
   int n, m, nchunks, R;  // R: target rounds (the bound) — deadlines are measured against it
   std::uint64_t seed;
   int cap;  // give up after this many rounds
-  const std::vector<std::uint64_t>* round_seeds = nullptr;  // per-round override of `seed`
-  std::vector<int>* missing = nullptr;  // out: per round, (rank, chunk) pairs still missing after it
 
   // Rounds of pure doubling from h non-straggler holders before round tt until all m hold it.
   int need(int h, int tt) const {
@@ -339,7 +337,6 @@ struct Attempt {
             f.add(S0 + x, CI + i, 1, 0);
       }
       const int k = R - 1 - t;  // rounds left after this one
-      const std::uint64_t rseed = round_seeds && t < static_cast<int>(round_seeds->size()) ? (*round_seeds)[static_cast<std::size_t>(t)] : seed;
       const int T0 = std::min(m, hmin(k, t + 1)), T1 = std::min(m, hmin(k - 1, t + 1)),
                 T2 = std::min(m, hmin(k - 2, t + 1));
       for (int i = 0; i < C; ++i) {
@@ -355,7 +352,7 @@ struct Attempt {
           long long w = kBase + (nact[static_cast<std::size_t>(v)] == 0 ? kFresh : 0) -
                         kPerActive * nact[static_cast<std::size_t>(v)];
           w += static_cast<long long>(
-              mix(rseed * 0x100000001b3ULL ^ mix((static_cast<std::uint64_t>(t) << 40) ^
+              mix(seed * 0x100000001b3ULL ^ mix((static_cast<std::uint64_t>(t) << 40) ^
                                                  (static_cast<std::uint64_t>(c) << 20) ^ static_cast<std::uint64_t>(v))) %
               kNoise);
           f.add(CO + i, V0 + v, 1, -w);
@@ -394,11 +391,6 @@ struct Attempt {
         ++hold[static_cast<std::size_t>(t)];
         active.push_back(t);
       }
-      if (missing) {
-        int pairs = 0;
-        for (int c = 0; c < nchunks; ++c) pairs += m - hold[static_cast<std::size_t>(c)];
-        missing->push_back(pairs);
-      }
       std::erase_if(active, [&](int c) { return hold[static_cast<std::size_t>(c)] >= m; });
     }
   }
@@ -408,7 +400,8 @@ struct Attempt {
 // does the basic part): for K = 1 and even n (index n/2), the first seed that reached the best
 // round count among seeds 1..64 (n ≤ 64; up to 1500 for those still above the bound), 1..32
 // (n ≤ 128; up to 200 for those above), 1..8 (n > 128; up to 30 for those above). 0 = not tabled (powers of two use
-// Algorithm 1).
+// Algorithm 1). Only the n the near-power-of-two builder does not take still reach this table
+// (even n < 2N/3: 6, 10, 18, 20, 34–40, 66–82, 130–168); the other entries are kept as measured.
 constexpr int kTableSize = 129;
 constexpr std::uint64_t kBestSeed[kTableSize] = {
     0, 0, 0, 1, 0, 1, 1, 6, 0, 1, 1, 2, 2, 1, 16, 236, 0, 1, 1, 1, 1, 1, 1, 1, 1, 16, 7, 69, 75,
@@ -418,32 +411,11 @@ constexpr std::uint64_t kBestSeed[kTableSize] = {
     1, 1, 1, 1, 1, 1, 1, 1, 0,
 };
 
-// Per-round tie-break seeds found offline by a rollout (test `StragglarSynth.DISABLED_RolloutSearch`:
-// for each round in turn, try other seeds for that round alone and keep one if the whole run
-// then ends sooner or leaves fewer (rank, chunk) pairs missing in its last rounds). Rounds not
-// listed use the n's kBestSeed. Took n = 58 from 63 rounds to the bound, 62.
-struct RoundSeed {
-  int n, round;
-  std::uint64_t seed;
-};
-constexpr RoundSeed kRoundSeeds[] = {
-    {58, 1, 1000004}, {58, 3, 3000021}, {58, 4, 4000018}, {58, 46, 46000143},
-};
-
 }  // namespace
 
 std::optional<std::vector<Round>> stragglar_flow_attempt(int n, int pipeline, std::uint64_t seed, int cap) {
   const int m = n - 1;
   const Attempt a{n, m, pipeline * m, pipeline * m + ceil_log2(n) - 1, seed, cap};
-  return a.run();
-}
-
-std::optional<std::vector<Round>> stragglar_flow_attempt_seeded(int n, int pipeline, const std::vector<std::uint64_t>& round_seeds,
-                                                                std::uint64_t seed, int cap, std::vector<int>* missing) {
-  const int m = n - 1;
-  Attempt a{n, m, pipeline * m, pipeline * m + ceil_log2(n) - 1, seed, cap};
-  a.round_seeds = &round_seeds;
-  a.missing = missing;
   return a.run();
 }
 
@@ -455,18 +427,6 @@ std::optional<std::vector<Round>> stragglar_deadline_rounds(int n, int pipeline,
   std::vector<std::uint64_t> seeds;
   if (pipeline == 1 && n % 2 == 0 && n / 2 < kTableSize && kBestSeed[n / 2] != 0) {
     // The best of the offline searches: one attempt.
-    std::vector<std::uint64_t> round_seeds;
-    for (const RoundSeed& r : kRoundSeeds)
-      if (r.n == n) {
-        if (round_seeds.size() <= static_cast<std::size_t>(r.round)) round_seeds.resize(static_cast<std::size_t>(r.round) + 1, kBestSeed[n / 2]);
-        round_seeds[static_cast<std::size_t>(r.round)] = r.seed;
-      }
-    if (!round_seeds.empty()) {
-      best = stragglar_flow_attempt_seeded(n, 1, round_seeds, kBestSeed[n / 2], 2 * m + 4 * ceil_log2(n) + 16, nullptr);
-      require(best.has_value(), "stragglar_deadline_rounds: tabled seeds for n = " + std::to_string(n) + " failed");
-      canonicalize(*best);
-      return best;
-    }
     seeds.push_back(kBestSeed[n / 2]);
   } else {
     // Work of one attempt ~ rounds · m · active chunks; keep the untabled search bounded.

@@ -24,9 +24,10 @@ int ceil_log2(int n);
 // src/synth/stragglar_pow2.cpp.
 std::vector<Round> stragglar_pow2_rounds(int n, int pipeline);
 
-// K = 1 and n just below a power of two (N − n ≤ L − 1, N = 2^L, L = ⌈log2 n⌉): Algorithm 1's
-// structure with N − n "double" ranks, exactly n + L − 2 rounds (the bound) when every round's
-// matching exists; nullopt when a rule fails (then use the flow). src/synth/stragglar_near_pow2.cpp.
+// K = 1 and n in the upper third below a power of two (3n ≥ 2N + 3 − L, N = 2^L, L = ⌈log2 n⌉):
+// Algorithm 1's structure with N − n "double" ranks, exactly n + L − 2 rounds (the bound) when
+// every round's matching exists; nullopt when a rule fails or n is outside that range (then use
+// the flow). src/synth/stragglar_near_pow2.cpp.
 std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n);
 
 // The paper's method for non-power-of-2 n (appendix "Non-Power-of-2"): per round a
@@ -44,10 +45,6 @@ std::optional<std::vector<Round>> stragglar_deadline_rounds(int n, int pipeline,
 // One attempt of that method with tie-break `seed`; nullopt if it needs more than `cap` rounds.
 // (Exposed for the offline seed search that fills its table.)
 std::optional<std::vector<Round>> stragglar_flow_attempt(int n, int pipeline, std::uint64_t seed, int cap);
-// The same with round_seeds[t] in place of `seed` in round t (t < size); `missing`, if given,
-// receives per round the (rank, chunk) pairs still missing after it (the rollout's score).
-std::optional<std::vector<Round>> stragglar_flow_attempt_seeded(int n, int pipeline, const std::vector<std::uint64_t>& round_seeds,
-                                                                std::uint64_t seed, int cap, std::vector<int>* missing);
 
 // Straggler pairings of round r (r < K·m): transfers σ ↔ r mod m on chunk r.
 void add_straggler_exchange(Round& round, int n, int r);

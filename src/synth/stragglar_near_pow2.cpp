@@ -1,36 +1,41 @@
-// StragglAR `allreduce` phase at the round bound n + ⌈log2 n⌉ − 2 for n just below a power of
-// two: N − n ≤ L − 1, with L = ⌈log2 n⌉, N = 2^L (issue #5). Algorithm 1 (paper §3.1,
-// stragglar_pow2.cpp) is the case N − n = 0; this builder keeps its structure and makes room for
-// the N − n ranks that do not exist.
+// StragglAR `allreduce` phase at the round bound n + ⌈log2 n⌉ − 2 for K = 1 and n in the upper
+// third below a power of two (issue #5): with L = ⌈log2 n⌉, N = 2^L, every n with
+// 3n ≥ 2N + 3 − L except 3, 6, 11, 21 — e.g. 84..127, 169..255, 340..511. Algorithm 1 (paper
+// §3.1, stragglar_pow2.cpp) is the case n = N; this builder keeps its structure and makes room
+// for the N − n ranks that do not exist. Other n: the min-cost flow (stragglar_deadline.cpp).
 //
 // Why this shape (docs/schedules.md, "Why non-power-of-2 n is hard"): a schedule at the bound has
 // only N − n spare receive slots, so nearly every free rank receives and sends a useful chunk in
-// every round. Algorithm 1's steady state does exactly that: a chunk born in round c (rank c ↔ σ)
-// doubles its holders for L − 1 rounds — 1, 2, …, N/2 — and completes at age L, when its N/2
-// holders ("P") serve the ranks that still lack it ("Q"). With m = n − 1 < N − 1 ranks, the
+// every round. Algorithm 1's steady state does exactly that: a chunk born in round c (its partner
+// ↔ σ) doubles its holders for L − 1 rounds — 1, 2, …, N/2 — and completes at age L, when its
+// N/2 holders ("P") serve the ranks that still lack it ("Q"). With m = n − 1 < N − 1 ranks, the
 // holders of the L live chunks (N − 1 of them) overlap on exactly N − n ranks, which hold the
 // oldest chunk and one younger one ("double" ranks). Counting senders shows the scheme stays
 // perfect only if
 //   * every rank holds at most one "younger" chunk (age < L) and sends it, so every younger
 //     chunk doubles;
 //   * the rank paired with σ in round g holds the chunk completing in g (born g − L) and no
-//     younger one — so a rank that pairs with σ in round g may only receive chunks c ≤ g − L
-//     (the paper's "critical window", appendix C);
-//   * double ranks never pair with σ again: they are made at round L − 1 from ranks 0..L − 2,
-//     hence N − n ≤ L − 1.
+//     younger one — so it may only receive chunks c ≤ g − L before round g (the paper's
+//     "critical window", appendix C);
+//   * double ranks never pair with σ again. They are made in round L − 1 from ranks that already
+//     paired (0..L − 2) and, for the e = N − n − (L − 1) more that are needed, from "donor" ranks
+//     L..L + e − 1, which hand their ReduceScatter result to ranks m − e..m − 1 in round 0 (idle
+//     then but for rank 0): those pair with σ twice, the donors never. (3n ≥ 2N + 3 − L is
+//     exactly "the donors and their recipients are different ranks".)
 // Per round the only choice is which receiver gets which younger chunk: a bipartite matching
-// (receivers × the chunks' doubling slots) under those rules, tightest receivers first and
-// ranks that would become double last. In the tail (rounds ≥ n − 1) σ is free and also sends
-// the last chunk, which must complete L − 1 rounds after it is born.
+// (receivers × the chunks' doubling slots) under those rules — donors first while the early
+// rounds have idle receivers, then tightest receivers first, ranks that would become double
+// last. In the tail (rounds ≥ n − 1) σ is free and also sends the last chunk, which then
+// completes L − 1 rounds after it is born.
 //
 // No proof that every round's matching exists: the builder checks every rule and every transfer
-// as it goes and returns nullopt if one fails (the caller then uses the min-cost flow). It
-// succeeds for every n with N − n ≤ L − 1 that we tried (tests: every such even n ≤ 256 and
-// odd n ≤ 127 that reaches the bound, all verified).
+// as it goes and returns nullopt if one fails (the caller then uses the min-cost flow). The test
+// `NearPowerOfTwoBuilderReachesTheBound` pins for which n ≤ 256 it succeeds, and verifies.
 #include <algorithm>
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -88,8 +93,26 @@ class SlotMatching {
 
 std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
   const int m = n - 1, sigma = n - 1, L = ceil_log2(n), N = 1 << L;
-  if (n < 3 || N - n > L - 1) return std::nullopt;
+  if (n < 3) return std::nullopt;
   const int T = m + L - 1;  // the bound
+  // Donors: e = N − n − (L − 1) double ranks more than ranks 0..L − 2 can provide. Ranks
+  // L..L + e − 1 hand their ReduceScatter result (the non-stragglers' partial sum of their chunk)
+  // to ranks m − e..m − 1 in round 0, where every rank but 0 is idle anyway: the recipients pair
+  // with σ for those chunks instead (so twice), and the donors never pair with σ and can be
+  // double ranks.
+  const int e = std::max(0, N - n - (L - 1));
+  if (L + e > m - e) return std::nullopt;
+  std::vector<int> partner(static_cast<std::size_t>(m));  // who pairs with σ in round r < m
+  std::iota(partner.begin(), partner.end(), 0);
+  for (int i = 0; i < e; ++i) partner[static_cast<std::size_t>(L + i)] = m - e + i;
+  std::vector<std::vector<int>> pairs_at(static_cast<std::size_t>(m));  // per rank, its rounds with σ
+  for (int r = 0; r < m; ++r) pairs_at[static_cast<std::size_t>(partner[static_cast<std::size_t>(r)])].push_back(r);
+  constexpr int kNever = std::numeric_limits<int>::max();
+  const auto next_pairing = [&](int v, int r) {  // v's first round with σ after round r
+    for (int g : pairs_at[static_cast<std::size_t>(v)])
+      if (g > r) return g;
+    return kNever;
+  };
   std::vector<std::vector<char>> has(static_cast<std::size_t>(m), std::vector<char>(static_cast<std::size_t>(m), 0));
   std::vector<int> hold(static_cast<std::size_t>(m), 0);  // non-straggler holders per chunk
   const auto holds = [&](int v, int c) { return has[static_cast<std::size_t>(v)][static_cast<std::size_t>(c)] != 0; };
@@ -99,7 +122,7 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
   std::vector<int> younger, ychunk(static_cast<std::size_t>(m)), slots, recv(static_cast<std::size_t>(m));
   std::vector<std::vector<int>> allowed(static_cast<std::size_t>(m));
   for (int r = 0; r < T; ++r) {
-    const int busy = r < m ? r : -1;
+    const int busy = r < m ? partner[static_cast<std::size_t>(r)] : -1;
     const int oldest = r - L, next_oldest = r + 1 - L;
     // Live chunks: born (c < r) and not on every rank. Only the oldest may be older than L − 1.
     younger.clear();
@@ -141,20 +164,23 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       auto& a = allowed[static_cast<std::size_t>(v)];
       a.clear();
       if (v == busy || recv[static_cast<std::size_t>(v)] >= 0) continue;
-      const int y = ychunk[static_cast<std::size_t>(v)];
+      const int y = ychunk[static_cast<std::size_t>(v)], g = next_pairing(v, r);
       for (int i = 0; i < Y; ++i) {
         const int z = younger[static_cast<std::size_t>(i)];
         if (holds(v, z)) continue;
-        if (y >= 0 && (v > r || (y != next_oldest && z != next_oldest))) continue;  // double-rank rules
-        if (v > r && z > v - L) continue;  // critical window: v pairs with σ in round v
+        if (y >= 0 && (g != kNever || (y != next_oldest && z != next_oldest))) continue;  // double-rank rules
+        if (g != kNever && z > g - L) continue;  // critical window: v pairs with σ in round g
         a.push_back(i);
       }
       if (!a.empty()) candidates.push_back(v);
     }
-    // Tightest first (fewest choices, then soonest pairing with σ); ranks that would become
-    // double only when the others cannot fill the slots.
+    // Donors first while the early rounds still have idle receivers (a double rank must
+    // hold a chunk by round L − 1), then the tightest (fewest choices, soonest pairing with σ);
+    // ranks that would become double only when the others cannot fill the slots.
     const auto tightness = [&](int v) {
-      return std::pair{allowed[static_cast<std::size_t>(v)].size(), v > r ? v : std::numeric_limits<int>::max()};
+      const int g = next_pairing(v, r);
+      const bool early_donor = g == kNever && ychunk[static_cast<std::size_t>(v)] < 0 && r < L - 1 && v >= L;
+      return std::tuple{early_donor ? 0 : 1, allowed[static_cast<std::size_t>(v)].size(), g};
     };
     std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) { return tightness(a) < tightness(b); });
     std::stable_partition(candidates.begin(), candidates.end(), [&](int v) { return ychunk[static_cast<std::size_t>(v)] < 0; });
@@ -169,7 +195,12 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       if (matching.load(i) < slots[static_cast<std::size_t>(i)]) return std::nullopt;
 
     Round& round = rounds.emplace_back();
-    if (busy >= 0) add_straggler_exchange(round, n, r);
+    if (busy >= 0) {  // both directions reduce (add_straggler_exchange, with this round's partner)
+      round.push_back({busy, sigma, {r}, TransferOp::reduce});
+      round.push_back({sigma, busy, {r}, TransferOp::reduce});
+    }
+    if (r == 0)
+      for (int i = 0; i < e; ++i) round.push_back({L + i, m - e + i, {L + i}, TransferOp::copy});  // donors
     // Senders: the holders of each younger chunk in rank order (σ last), then for the oldest
     // the holders left over. Any holder may serve any receiver of the same chunk.
     std::vector<char> sent(static_cast<std::size_t>(n), 0);
