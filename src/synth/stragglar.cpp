@@ -150,6 +150,7 @@ Schedule synthesize_stragglar(int n, int straggler, const SynthOptions& opts) {
 
   // Precondition (§3.1): rank i ends with the partial sum over ranks 0..n-2 of chunks
   // {i, i+m, ..., i+(K-1)m} — exactly the chunks it reduces with σ in rounds i, i+m, ...
+  // (unless it is a donor of the near-power-of-two builder and forwards its sum in round 0).
   std::vector<int> members(m);
   std::vector<std::vector<int>> groups(m);
   for (int i = 0; i < m; ++i) {

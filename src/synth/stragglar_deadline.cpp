@@ -151,7 +151,7 @@ class Flow {
           const int u = buckets_[d][bi];
           if (dist[u] != static_cast<int>(d)) continue;
           const int base = static_cast<int>(d) + pi[u];
-          if (u >= u0_ && u < u1_) {
+          if (is_unit(u)) {
             if (arc[off[u]].cap > 0) relax(base, arc[off[u]]);
             if (in_arc[u] >= 0) relax(base, arc[in_arc[u]]);
             continue;
@@ -229,10 +229,14 @@ class Flow {
       const auto admissible = [&](const Arc& a) {
         return a.cap > 0 && a.cost + pu == pi[a.to] && mark[a.to] < stamp;
       };
-      if (u >= u0_ && u < u1_) {
+      if (is_unit(u)) {
         // The arc to t first, then the one reverse arc with capacity, if any and not passed.
         if (p == off[u] && !admissible(arc[p])) ++p;
-        if (p > off[u]) p = in_arc_[static_cast<std::size_t>(u)] >= p && admissible(arc[in_arc_[static_cast<std::size_t>(u)]]) ? in_arc_[static_cast<std::size_t>(u)] : e;
+        if (p > off[u]) {
+          const int in = in_arc_[static_cast<std::size_t>(u)];
+          if (in >= p && admissible(arc[in])) p = in;
+          else p = e;
+        }
       } else {
         for (; p < e; ++p)
           if (admissible(arc[p])) break;
@@ -251,9 +255,10 @@ class Flow {
     for (int p : path_) {
       --arc[p].cap;
       ++arc[arc[p].rev].cap;
-      const int v = arc[p].to, from = arc[arc[p].rev].to;
-      if (v >= u0_ && v < u1_ && v != t) in_arc_[static_cast<std::size_t>(v)] = arc[p].rev;  // entered v: its new inflow
-      if (from >= u0_ && from < u1_ && in_arc_[static_cast<std::size_t>(from)] == p) in_arc_[static_cast<std::size_t>(from)] = -1;  // left along the old one
+      // A unit node is only entered by an arc into it (t ends the path), so entering sets its new
+      // inflow arc; leaving it along the old inflow's reverse arc needs no update after that.
+      const int v = arc[p].to;
+      if (v >= u0_ && v < u1_) in_arc_[static_cast<std::size_t>(v)] = arc[p].rev;
     }
     return true;
   }
@@ -273,6 +278,9 @@ class Flow {
   int stamp_ = 0;
   std::vector<std::vector<int>> buckets_;
   std::size_t used_buckets_ = 0;
+  // A unit node with arcs (a receiver that is busy this round has none and is unreachable).
+  bool is_unit(int u) const { return u >= u0_ && u < u1_ && off_[static_cast<std::size_t>(u)] < off_[static_cast<std::size_t>(u) + 1]; }
+
   int u0_ = 0, u1_ = 0;
   std::vector<int> in_arc_;
 };

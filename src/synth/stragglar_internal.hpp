@@ -4,7 +4,9 @@
 // Common setting (paper §3.1, issue #5): m = n-1 non-stragglers, K = pipeline factor,
 // nchunks = K·m. After the ReduceScatter, rank i holds the partial sum (over non-stragglers)
 // of chunks {i, i+m, i+2m, ...}. In round r < K·m the straggler and rank r mod m exchange
-// chunk r (two `reduce` transfers): chunk r is then *full* on both. Full chunks spread with
+// chunk r (two `reduce` transfers): chunk r is then *full* on both (exception: the
+// near-power-of-two builder's donor ranks forward their partial sum to another rank in round 0,
+// which then does that exchange instead). Full chunks spread with
 // `copy` transfers; a round is single-port (each rank sends ≤ 1 and receives ≤ 1 transfer,
 // every transfer carries exactly one chunk, so each round costs one chunk of bandwidth).
 #pragma once

@@ -32,6 +32,7 @@
 // as it goes and returns nullopt if one fails (the caller then uses the min-cost flow). The test
 // `NearPowerOfTwoBuilderReachesTheBound` pins for which n ≤ 256 it succeeds, and verifies.
 #include <algorithm>
+#include <cstddef>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -55,7 +56,7 @@ class SlotMatching {
     seen_.assign(slots_.size(), 0);
     return try_assign(v);
   }
-  int chunk_of(int v) const { return match_[static_cast<std::size_t>(v)]; }
+  int slot_of(int v) const { return match_[static_cast<std::size_t>(v)]; }  // index into `younger`, or -1
   int load(int z) const { return static_cast<int>(owner_[static_cast<std::size_t>(z)].size()); }
 
  private:
@@ -69,15 +70,17 @@ class SlotMatching {
         match_[static_cast<std::size_t>(v)] = z;
         return true;
       }
-      const std::vector<int> current = owners;  // try_assign may append to other lists
-      for (int w : current)
+      // Move one owner w of z elsewhere (appends to another list only: z is seen), then take its
+      // place. Indexing, not iterators, so the loop does not depend on that.
+      for (std::size_t k = 0; k < owners.size(); ++k) {
+        const int w = owners[k];
         if (try_assign(w)) {
-          auto& again = owner_[static_cast<std::size_t>(z)];
-          again.erase(std::find(again.begin(), again.end(), w));
-          again.push_back(v);
+          owners.erase(owners.begin() + static_cast<std::ptrdiff_t>(k));
+          owners.push_back(v);
           match_[static_cast<std::size_t>(v)] = z;
           return true;
         }
+      }
     }
     return false;
   }
@@ -92,8 +95,8 @@ class SlotMatching {
 }  // namespace
 
 std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
-  const int m = n - 1, sigma = n - 1, L = ceil_log2(n), N = 1 << L;
   if (n < 3) return std::nullopt;
+  const int m = n - 1, sigma = n - 1, L = ceil_log2(n), N = 1 << L;
   const int T = m + L - 1;  // the bound
   // Donors: e = N − n − (L − 1) double ranks more than ranks 0..L − 2 can provide. Ranks
   // L..L + e − 1 hand their ReduceScatter result (the non-stragglers' partial sum of their chunk)
@@ -168,7 +171,13 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       for (int i = 0; i < Y; ++i) {
         const int z = younger[static_cast<std::size_t>(i)];
         if (holds(v, z)) continue;
-        if (y >= 0 && (g != kNever || (y != next_oldest && z != next_oldest))) continue;  // double-rank rules
+        if (y >= 0) {
+          // v holds a younger chunk y, so receiving z makes it a double rank: only if it never
+          // pairs with σ again and one of the two is the chunk that is oldest next round.
+          const bool pairs_again = g != kNever;
+          const bool keeps_next_oldest = y == next_oldest || z == next_oldest;
+          if (pairs_again || !keeps_next_oldest) continue;
+        }
         if (g != kNever && z > g - L) continue;  // critical window: v pairs with σ in round g
         a.push_back(i);
       }
@@ -199,8 +208,10 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       round.push_back({busy, sigma, {r}, TransferOp::reduce});
       round.push_back({sigma, busy, {r}, TransferOp::reduce});
     }
+    // Donors: the copied chunk is the non-stragglers' partial sum (the ReduceScatter result),
+    // which is exactly what the recipient's reduce with σ in round L + i needs.
     if (r == 0)
-      for (int i = 0; i < e; ++i) round.push_back({L + i, m - e + i, {L + i}, TransferOp::copy});  // donors
+      for (int i = 0; i < e; ++i) round.push_back({L + i, m - e + i, {L + i}, TransferOp::copy});
     // Senders: the holders of each younger chunk in rank order (σ last), then for the oldest
     // the holders left over. Any holder may serve any receiver of the same chunk.
     std::vector<char> sent(static_cast<std::size_t>(n), 0);
@@ -209,7 +220,7 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       const int z = younger[static_cast<std::size_t>(i)];
       std::vector<int> receivers;
       for (int v : candidates)
-        if (matching.chunk_of(v) == i) receivers.push_back(v);
+        if (matching.slot_of(v) == i) receivers.push_back(v);
       std::sort(receivers.begin(), receivers.end());
       std::vector<int> senders;
       for (int u = 0; u < m; ++u)

@@ -169,13 +169,13 @@ TEST(StragglarSynth, OddNVerify) {
 
 // The near-power-of-two builder itself (not only through the flow fallback) gives a schedule at
 // the bound exactly for the n where its donor and recipient ranks are different ranks,
-// 3n ≥ 2N + 3 − L (N = 2^L, L = ⌈log2 n⌉), except n = 6, 11, 21 (measured: a matching fails in
-// an early round; the flow reaches the bound there), and every one verifies.
+// 3n ≥ 2N + 3 − L (N = 2^L, L = ⌈log2 n⌉), except n = 3, 6, 11, 21 (measured: a matching fails
+// in an early round; the flow reaches the bound there), and every one verifies.
 TEST(StragglarSynth, NearPowerOfTwoBuilderReachesTheBound) {
   int built = 0;
-  for (int n = 5; n <= 256; ++n) {
+  for (int n = 2; n <= 256; ++n) {
     const int L = log2_ceil(n), N = 1 << L;
-    if (3 * n < 2 * N + 3 - L || n == 6 || n == 11 || n == 21) {
+    if (3 * n < 2 * N + 3 - L || n <= 3 || n == 6 || n == 11 || n == 21) {
       EXPECT_FALSE(detail::stragglar_near_pow2_rounds(n).has_value()) << "n=" << n;
       continue;
     }
@@ -196,6 +196,16 @@ TEST(StragglarSynth, NearPowerOfTwoBuilderReachesTheBound) {
     ++built;
   }
   EXPECT_EQ(built, kSanitized ? 102 : 168);  // 7, 12..15, 22..31, 42..63, 84..127, 169..255 (odd > 64 skipped under ASan)
+}
+
+// Every odd n up to 255 at the bound too (Release only: ~100 schedules of up to 255 ranks).
+TEST(StragglarSynth, OddNUpTo255MeetTheBound) {
+  if (kSanitized) GTEST_SKIP() << "Release only (OddNVerify covers 3..65 under ASan)";
+  for (int n = 67; n <= 255; n += 2) {
+    const Schedule s = make(n, n - 1);
+    EXPECT_EQ(allreduce_rounds(s), stragglar_round_bound(n)) << "n=" << n;
+    expect_valid(s, "n=" + std::to_string(n));
+  }
 }
 
 TEST(StragglarSynth, PipelinedSchedulesVerifyWithExpectedRounds) {
