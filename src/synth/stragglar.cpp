@@ -90,13 +90,14 @@ int ceil_log2(int n) {
   return L;
 }
 
-void add_straggler_exchange(Round& round, int n, int r) {
+void add_straggler_exchange(Round& round, int n, int r, int partner) {
   const int sigma = n - 1;
-  const int partner = r % (n - 1);
   // Both directions reduce: σ adds the partial sum of the others, the partner adds σ's data.
   round.push_back({partner, sigma, {r}, TransferOp::reduce});
   round.push_back({sigma, partner, {r}, TransferOp::reduce});
 }
+
+void add_straggler_exchange(Round& round, int n, int r) { add_straggler_exchange(round, n, r, r % (n - 1)); }
 
 void canonicalize(std::vector<Round>& rounds) {
   std::vector<int> slot;

@@ -48,8 +48,10 @@ std::optional<std::vector<Round>> stragglar_deadline_rounds(int n, int pipeline,
 // (Exposed for the offline seed search that fills its table.)
 std::optional<std::vector<Round>> stragglar_flow_attempt(int n, int pipeline, std::uint64_t seed, int cap);
 
-// Straggler pairings of round r (r < K·m): transfers σ ↔ r mod m on chunk r.
+// Straggler pairings of round r (r < K·m): transfers σ ↔ r mod m on chunk r; with `partner`,
+// σ ↔ partner (the near-power-of-two builder's recipients of a donor's chunk).
 void add_straggler_exchange(Round& round, int n, int r);
+void add_straggler_exchange(Round& round, int n, int r, int partner);
 
 // Sorts the transfers of every round by (src, dst): schedules are compared as data.
 void canonicalize(std::vector<Round>& rounds);

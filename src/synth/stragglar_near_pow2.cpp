@@ -122,7 +122,9 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
 
   std::vector<Round> rounds;
   rounds.reserve(static_cast<std::size_t>(T));
-  std::vector<int> younger, ychunk(static_cast<std::size_t>(m)), slots, recv(static_cast<std::size_t>(m));
+  std::vector<int> younger, ychunk(static_cast<std::size_t>(m)), slots, Q, candidates;
+  std::vector<char> sent(static_cast<std::size_t>(n));
+  std::vector<std::pair<int, int>> got;  // (receiver, chunk) of one round
   std::vector<std::vector<int>> allowed(static_cast<std::size_t>(m));
   for (int r = 0; r < T; ++r) {
     const int busy = r < m ? partner[static_cast<std::size_t>(r)] : -1;
@@ -151,22 +153,20 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       slots[static_cast<std::size_t>(i)] = std::min(h + (r >= m && c == m - 1 ? 1 : 0), m - h);
     }
     // Q: every rank that lacks the oldest chunk gets it now (it completes at age L).
-    std::fill(recv.begin(), recv.end(), -1);
-    std::vector<int> Q;
-    if (oldest >= 0 && hold[static_cast<std::size_t>(oldest)] < m) {
-      for (int v = 0; v < m; ++v)
-        if (!holds(v, oldest)) {
-          if (v == busy) return std::nullopt;
-          Q.push_back(v);
-          recv[static_cast<std::size_t>(v)] = oldest;
-        }
-    }
+    const bool oldest_live = oldest >= 0 && hold[static_cast<std::size_t>(oldest)] < m;
+    const auto in_q = [&](int v) { return oldest_live && !holds(v, oldest); };
+    Q.clear();
+    for (int v = 0; v < m; ++v)
+      if (in_q(v)) {
+        if (v == busy) return std::nullopt;
+        Q.push_back(v);
+      }
     // Who may receive which younger chunk (indices into `younger`, oldest first).
-    std::vector<int> candidates;
+    candidates.clear();
     for (int v = 0; v < m; ++v) {
       auto& a = allowed[static_cast<std::size_t>(v)];
       a.clear();
-      if (v == busy || recv[static_cast<std::size_t>(v)] >= 0) continue;
+      if (v == busy || in_q(v)) continue;
       const int y = ychunk[static_cast<std::size_t>(v)], g = next_pairing(v, r);
       for (int i = 0; i < Y; ++i) {
         const int z = younger[static_cast<std::size_t>(i)];
@@ -204,18 +204,15 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       if (matching.load(i) < slots[static_cast<std::size_t>(i)]) return std::nullopt;
 
     Round& round = rounds.emplace_back();
-    if (busy >= 0) {  // both directions reduce (add_straggler_exchange, with this round's partner)
-      round.push_back({busy, sigma, {r}, TransferOp::reduce});
-      round.push_back({sigma, busy, {r}, TransferOp::reduce});
-    }
+    if (busy >= 0) add_straggler_exchange(round, n, r, busy);
     // Donors: the copied chunk is the non-stragglers' partial sum (the ReduceScatter result),
     // which is exactly what the recipient's reduce with σ in round L + i needs.
     if (r == 0)
       for (int i = 0; i < e; ++i) round.push_back({L + i, m - e + i, {L + i}, TransferOp::copy});
     // Senders: the holders of each younger chunk in rank order (σ last), then for the oldest
     // the holders left over. Any holder may serve any receiver of the same chunk.
-    std::vector<char> sent(static_cast<std::size_t>(n), 0);
-    std::vector<std::pair<int, int>> got;  // (receiver, chunk)
+    std::fill(sent.begin(), sent.end(), 0);
+    got.clear();
     for (int i = 0; i < Y; ++i) {
       const int z = younger[static_cast<std::size_t>(i)];
       std::vector<int> receivers;
