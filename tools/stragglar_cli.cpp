@@ -102,7 +102,7 @@ int run_simulate(const SimArgs& a) {
   const int pipeline = parse_pipeline(a.pipeline);
 
   std::vector<Algorithm> algos;
-  if (a.algo == "all") algos = all_algorithms();
+  if (a.algo == "all") algos = scheduled_algorithms();
   else {
     std::stringstream list(a.algo);
     for (std::string name; std::getline(list, name, ',');) algos.push_back(parse_algorithm(name));

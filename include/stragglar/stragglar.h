@@ -36,13 +36,16 @@ typedef enum {
   stragglar_avg = 4
 } stragglar_op;
 
+/* The algorithm table (src/synth/algorithm_table.cpp): values below 100 are schedules run by our
+ * executor (a new one takes the next free number); native and auto keep their values. */
 typedef enum {
   stragglar_algo_stragglar = 0,
   stragglar_algo_ring = 1,
   stragglar_algo_rhd = 2,
   stragglar_algo_allpairs = 3,
   stragglar_algo_broadcast = 4, /* the paper's code calls it "direct" */
-  stragglar_algo_native = 5     /* MPI_Allreduce / ncclAllReduce */
+  stragglar_algo_native = 100,  /* the engine's own: MPI_Allreduce / ncclAllReduce / Gloo */
+  stragglar_algo_auto = 101     /* the library finds the straggler and picks the algorithm online */
 } stragglar_algorithm;
 
 #define STRAGGLAR_PIPELINE_AUTO 0

@@ -6,24 +6,18 @@
 #include <string_view>
 #include <vector>
 
+#include "stragglar/algorithm.hpp"
 #include "stragglar/cost_model.hpp"
 #include "stragglar/schedule.hpp"
 
 namespace stragglar {
 
-enum class Algorithm { stragglar, ring, rhd, allpairs, broadcast };
-
-// Canonical name ("stragglar", "ring", "rhd", "allpairs", "broadcast").
-const char* to_string(Algorithm a) noexcept;
-// Accepts the canonical names and "direct" (the paper's code name for broadcast).
-// Throws Error(InvalidUsage) naming the value and the accepted names.
-Algorithm parse_algorithm(std::string_view name);
-const std::vector<Algorithm>& all_algorithms();
-
 inline constexpr int kMinRanks = 2;
 inline constexpr int kMaxRanks = 4096;
 // pipeline == kPipelineAuto: choose K from the α-β model (see choose_pipeline).
 inline constexpr int kPipelineAuto = 0;
+// The largest pipelining factor any API accepts (beyond it chunks get tiny, schedules huge).
+inline constexpr int kMaxPipeline = 1024;
 // The text form of a pipeline (--pipeline flags): "auto" → kPipelineAuto, else an integer
 // K ≥ 1; anything else throws Error(InvalidUsage) naming the text.
 int parse_pipeline(std::string_view text);
@@ -38,9 +32,10 @@ struct SynthOptions {
   CostModel cost;
 };
 
-// Builds a complete AllReduce schedule for `nranks` ranks. Throws Error(InvalidUsage) for
-// n outside [kMinRanks, kMaxRanks], a straggler outside [0, n), or an n the algorithm does
-// not support, naming the value and what was expected.
+// Builds a complete AllReduce schedule for `nranks` ranks (the algorithm's row of the table).
+// Throws Error(InvalidUsage) for an algorithm without a schedule (native, auto), n outside
+// [kMinRanks, kMaxRanks], a straggler outside [0, n), or a pipeline outside [0, kMaxPipeline],
+// naming the value and what was expected.
 Schedule synthesize(Algorithm algo, int nranks, const SynthOptions& opts = {});
 
 // StragglAR pipelining factor K minimising the modelled exposed time for `bytes` on n ranks.

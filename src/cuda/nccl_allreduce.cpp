@@ -204,7 +204,7 @@ bool valid(ReduceOp op) {
   return false;
 }
 bool valid(Algorithm a) {
-  for (Algorithm x : all_algorithms())
+  for (Algorithm x : scheduled_algorithms())
     if (x == a) return true;
   return false;
 }

@@ -23,8 +23,7 @@
 namespace stragglar {
 
 namespace {
-// Upper limit of the pipelining factor: beyond it chunks get tiny and schedules huge.
-constexpr int kMaxPipeline = 1024;
+// kMaxPipeline (synthesize.hpp) bounds K for every API; this bounds K·(n-1) chunks.
 constexpr int kMaxChunks = 1 << 16;
 }  // namespace
 
