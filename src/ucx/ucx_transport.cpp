@@ -1,0 +1,692 @@
+// UcxTransport: UCX tag send/receive per message, one wait per round (see ucx_transport.hpp).
+#include "ucx/ucx_transport.hpp"
+
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+#include <ucp/api/ucp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "stragglar/error.hpp"
+
+namespace stragglar {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+// Polls of ucp_worker_progress before a waiting rank gives its core away: a round whose
+// peer is already there completes within them without a system call.
+constexpr auto kSpin = std::chrono::microseconds(20);
+// How often a waiting rank checks that the peers it waits for on this host still live.
+constexpr auto kWatchPeriod = std::chrono::milliseconds(100);
+// After a timeout or an error, how long cancelled receives may take to complete.
+constexpr auto kCancelGrace = std::chrono::seconds(1);
+// How long the destructor lets endpoint closes (flushes) run.
+constexpr auto kCloseGrace = std::chrono::seconds(2);
+
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", s);
+  return text;
+}
+
+std::string ucs_text(ucs_status_t s) { return ucs_status_string(s); }
+
+[[noreturn]] void throw_ucx(const char* what, ucs_status_t s) {
+  throw Error(ErrorCode::SystemError, std::string("UcxTransport: ") + what + " failed: " + ucs_text(s));
+}
+
+// ---- who a rank is: enough to tell whether it shares our host and whether it still lives --
+struct Identity {
+  std::uint32_t pid = 0;
+  std::uint64_t start_time = 0;  // /proc/<pid>/stat field 22: tells a reused pid apart
+  std::string hostname;
+  std::string boot_id;           // two hosts may share a hostname, never a boot id
+  std::string pid_namespace;     // pids mean the same only inside one pid namespace
+};
+
+std::string read_first_line(const char* path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+// Fields of /proc/<pid>/stat after the command name (which may contain spaces and ')').
+// Returns false when the process does not exist.
+bool read_proc_stat(std::uint32_t pid, char& state, std::uint64_t& start_time) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  if (!f) return false;
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::size_t close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return false;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  rest >> state;
+  // state is field 3; starttime is field 22.
+  for (int i = 4; i < 22; ++i) rest >> field;
+  rest >> start_time;
+  return static_cast<bool>(rest);
+}
+
+Identity self_identity() {
+  Identity id;
+  id.pid = static_cast<std::uint32_t>(::getpid());
+  char state = 0;
+  read_proc_stat(id.pid, state, id.start_time);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  id.hostname = host;
+  id.boot_id = read_first_line("/proc/sys/kernel/random/boot_id");
+  char ns[128] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  if (n > 0) id.pid_namespace.assign(ns, static_cast<std::size_t>(n));
+  return id;
+}
+
+// Alive: exists, is not a zombie, and is the same process (start time) as at connect.
+bool process_alive(std::uint32_t pid, std::uint64_t start_time) {
+  char state = 0;
+  std::uint64_t t = 0;
+  if (!read_proc_stat(pid, state, t)) return false;
+  return state != 'Z' && state != 'X' && t == start_time;
+}
+
+// ---- the record a rank publishes in the store ---------------------------------------------
+constexpr char kMagic[8] = {'s', 't', 'g', 'u', 'c', 'x', '0', '1'};
+
+struct Record {
+  std::uint32_t rank = 0, nranks = 0;
+  Identity id;
+  std::vector<std::uint8_t> address;
+};
+
+class Writer {
+ public:
+  void bytes(const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::uint8_t*>(p);
+    out.insert(out.end(), b, b + n);
+  }
+  void u64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void str(std::string_view s) {
+    u64(s.size());
+    bytes(s.data(), s.size());
+  }
+  std::vector<std::uint8_t> out;
+};
+
+class Reader {
+ public:
+  Reader(const std::vector<std::uint8_t>& in, std::string what) : in_(in), what_(std::move(what)) {}
+  void bytes(void* p, std::size_t n) {
+    need(n);
+    std::memcpy(p, in_.data() + pos_, n);
+    pos_ += n;
+  }
+  std::uint64_t u64() {
+    need(8);
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= std::uint64_t{in_[pos_ + static_cast<std::size_t>(i)]} << (8 * i);
+    pos_ += 8;
+    return v;
+  }
+  std::string str() {
+    const std::uint64_t n = u64();
+    need(n);
+    std::string s(reinterpret_cast<const char*>(in_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+
+ private:
+  void need(std::uint64_t n) {
+    if (n > in_.size() - pos_)
+      throw Error(ErrorCode::Mismatch, what_ + " is truncated (" + std::to_string(in_.size()) + " bytes)");
+  }
+  const std::vector<std::uint8_t>& in_;
+  std::string what_;
+  std::size_t pos_ = 0;
+};
+
+std::vector<std::uint8_t> encode(const Record& r) {
+  Writer w;
+  w.bytes(kMagic, sizeof kMagic);
+  w.u64(r.rank);
+  w.u64(r.nranks);
+  w.u64(r.id.pid);
+  w.u64(r.id.start_time);
+  w.str(r.id.hostname);
+  w.str(r.id.boot_id);
+  w.str(r.id.pid_namespace);
+  w.u64(r.address.size());
+  w.bytes(r.address.data(), r.address.size());
+  return std::move(w.out);
+}
+
+Record decode(const std::vector<std::uint8_t>& in, const std::string& key) {
+  const std::string what = "UcxTransport: store key '" + key + "'";
+  Reader rd(in, what);
+  char magic[sizeof kMagic];
+  rd.bytes(magic, sizeof magic);
+  if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
+    throw Error(ErrorCode::Mismatch, what + " holds no stragglar UCX address (another program's key, or another "
+                                            "stragglar version); expected a record starting with 'stgucx01'");
+  Record r;
+  r.rank = static_cast<std::uint32_t>(rd.u64());
+  r.nranks = static_cast<std::uint32_t>(rd.u64());
+  r.id.pid = static_cast<std::uint32_t>(rd.u64());
+  r.id.start_time = rd.u64();
+  r.id.hostname = rd.str();
+  r.id.boot_id = rd.str();
+  r.id.pid_namespace = rd.str();
+  const std::uint64_t length = rd.u64();
+  if (length > in.size()) throw Error(ErrorCode::Mismatch, what + " is truncated (" + std::to_string(in.size()) + " bytes)");
+  r.address.resize(length);
+  rd.bytes(r.address.data(), r.address.size());
+  return r;
+}
+
+// Backoff of MpiTransport: yield for the first millisecond, then sleep 20 µs between polls.
+class Backoff {
+ public:
+  explicit Backoff(Clock::time_point since) : since_(since) {}
+  void pause() {
+    if (Clock::now() - since_ < std::chrono::milliseconds(1)) {
+      sched_yield();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+
+ private:
+  Clock::time_point since_;
+};
+
+std::string lower_env(const char* name) {
+  const char* v = std::getenv(name);
+  std::string s = v ? v : "";
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
+UcxOptions UcxOptions::from_env(double timeout_s) {
+  UcxOptions o;
+  require(timeout_s > 0, "UcxTransport: timeout of " + seconds_text(timeout_s) + " s, expected > 0");
+  o.timeout_s = timeout_s;
+  const std::string wait = lower_env("STRAGGLAR_UCX_WAIT");
+  if (wait == "poll") o.wait = Wait::poll_fd;
+  else if (wait == "backoff") o.wait = Wait::backoff;
+  else require(wait.empty(), "STRAGGLAR_UCX_WAIT='" + wait + "', expected poll or backoff");
+  const std::string mode = lower_env("STRAGGLAR_UCX_ERROR_MODE");
+  if (mode == "per_host") o.error_mode = ErrorMode::per_host;
+  else if (mode == "peer") o.error_mode = ErrorMode::peer;
+  else if (mode == "none") o.error_mode = ErrorMode::none;
+  else require(mode.empty(), "STRAGGLAR_UCX_ERROR_MODE='" + mode + "', expected per_host, peer or none");
+  return o;
+}
+
+// ---- the implementation ---------------------------------------------------------------------
+struct UcxTransport::Impl {
+  struct Peer {
+    Impl* owner = nullptr;
+    int rank = 0;
+    ucp_ep_h ep = nullptr;
+    bool error_handling = false;  // endpoint created with UCP_ERR_HANDLING_MODE_PEER
+    bool watch_process = false;   // same host and pid namespace: watch /proc/<pid>
+    std::uint32_t pid = 0;
+    std::uint64_t start_time = 0;
+    std::string host;
+    ucs_status_t failure = UCS_OK;  // set by UCX's error handler
+  };
+  struct Pending {
+    void* request = nullptr;  // null once completed (or completed at posting)
+    int peer = 0;
+    bool is_send = false;
+    std::size_t bytes = 0;
+    ucp_tag_recv_info_t info{};
+  };
+
+  int rank = 0, nranks = 0;
+  UcxOptions options;
+  int tag = 1;
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  ucp_address_t* address = nullptr;
+  std::size_t address_length = 0;
+  int event_fd = -1;
+  std::vector<Peer> peers;       // sized once in connect(): the error handler holds &peers[r]
+  std::vector<Pending> pending;  // reused: no allocation per round once warmed up
+  std::size_t outstanding = 0;
+  bool broken = false;           // an exchange failed: the transport is unusable
+  std::string broken_reason;
+  bool uncancelled_receive = false;  // a receive UCX could not cancel: never progress again
+
+  ~Impl() { shutdown(); }
+
+  static void on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
+    auto* peer = static_cast<Peer*>(arg);
+    if (peer->failure == UCS_OK) peer->failure = status;
+  }
+
+  static ucp_tag_t make_tag(int user_tag, int source) {
+    return (ucp_tag_t{static_cast<std::uint32_t>(user_tag)} << 32) | static_cast<std::uint32_t>(source);
+  }
+
+  void init_ucx() {
+    ucp_config_t* config = nullptr;
+    ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+    if (s != UCS_OK) throw_ucx("ucp_config_read (check the UCX_* environment variables)", s);
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.features = UCP_FEATURE_TAG | (options.wait == UcxOptions::Wait::poll_fd ? UCP_FEATURE_WAKEUP : 0);
+    params.estimated_num_eps = static_cast<std::size_t>(nranks);
+    s = ucp_init(&params, config, &context);
+    ucp_config_release(config);
+    if (s != UCS_OK) throw_ucx("ucp_init", s);
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    // One thread at a time, not necessarily the one that connected (a torch backend may
+    // run collectives on a thread of its own).
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    s = ucp_worker_create(context, &wp, &worker);
+    if (s != UCS_OK) throw_ucx("ucp_worker_create", s);
+    s = ucp_worker_get_address(worker, &address, &address_length);
+    if (s != UCS_OK) throw_ucx("ucp_worker_get_address", s);
+    if (options.wait == UcxOptions::Wait::poll_fd) {
+      s = ucp_worker_get_efd(worker, &event_fd);
+      if (s != UCS_OK) throw_ucx("ucp_worker_get_efd", s);
+    }
+  }
+
+  void connect_peer(int r, const Record& rec, const Identity& me) {
+    Peer& p = peers[static_cast<std::size_t>(r)];
+    p.owner = this;
+    p.rank = r;
+    p.pid = rec.id.pid;
+    p.start_time = rec.id.start_time;
+    p.host = rec.id.hostname;
+    const bool same_host = rec.id.hostname == me.hostname && rec.id.boot_id == me.boot_id;
+    switch (options.error_mode) {
+      case UcxOptions::ErrorMode::per_host: p.error_handling = !same_host; break;
+      case UcxOptions::ErrorMode::peer: p.error_handling = true; break;
+      case UcxOptions::ErrorMode::none: p.error_handling = false; break;
+    }
+    p.watch_process = r != rank && same_host && rec.id.pid_namespace == me.pid_namespace && p.start_time != 0;
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    ep.address = reinterpret_cast<const ucp_address_t*>(rec.address.data());
+    ep.err_mode = p.error_handling ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    if (p.error_handling) {
+      ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.err_handler.cb = &Impl::on_endpoint_error;
+      ep.err_handler.arg = &p;
+    }
+    const ucs_status_t s = ucp_ep_create(worker, &ep, &p.ep);
+    if (s != UCS_OK)
+      throw Error(ErrorCode::SystemError, "UcxTransport: rank " + std::to_string(rank) +
+                                              ": ucp_ep_create to rank " + std::to_string(r) + " (host " +
+                                              rec.id.hostname + ") failed: " + ucs_text(s));
+  }
+
+  std::string who() const { return "rank " + std::to_string(rank); }
+
+  // ---- one round --------------------------------------------------------------------------
+  void exchange(std::span<const Message> sends, std::span<const Message> recvs) {
+    if (broken)
+      throw Error(ErrorCode::RemoteError, "UcxTransport is unusable after an earlier error — " + broken_reason);
+    pending.clear();
+    outstanding = 0;
+    if (pending.capacity() < sends.size() + recvs.size()) pending.reserve(sends.size() + recvs.size());
+    // Receives first, so a peer's eager send finds its buffer posted.
+    for (const Message& m : recvs)
+      if (m.bytes > 0) post_receive(m);
+    for (const Message& m : sends)
+      if (m.bytes > 0) post_send(m);
+    wait();
+  }
+
+  void check_peer(int peer) {
+    if (peer < 0 || peer >= nranks)
+      fail(ErrorCode::Internal, "UcxTransport (" + who() + "): peer " + std::to_string(peer) + " outside [0, " +
+                                    std::to_string(nranks) + ")");
+    const Peer& p = peers[static_cast<std::size_t>(peer)];
+    if (p.failure != UCS_OK) fail(ErrorCode::RemoteError, endpoint_failure_text(p));
+  }
+
+  void post_receive(const Message& m) {
+    check_peer(m.peer);
+    Pending& p = pending.emplace_back();
+    p.peer = m.peer;
+    p.bytes = m.bytes;
+    // Always a request, even when the message is there already: UCX 1.13 leaves recv_info
+    // unset when it completes a receive at posting, and the length is what catches a
+    // peer that sends fewer bytes than expected.
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    const ucs_status_ptr_t r = ucp_tag_recv_nbx(worker, m.data, m.bytes, make_tag(tag, m.peer), kFullMask, &param);
+    if (r == nullptr || UCS_PTR_IS_ERR(r))
+      fail(ErrorCode::SystemError, "UcxTransport (" + who() + "): ucp_tag_recv_nbx from rank " +
+                                       std::to_string(m.peer) + ": " +
+                                       (r == nullptr ? std::string("no request") : ucs_text(UCS_PTR_STATUS(r))));
+    p.request = r;
+    ++outstanding;
+  }
+
+  void post_send(const Message& m) {
+    check_peer(m.peer);
+    Pending& p = pending.emplace_back();
+    p.peer = m.peer;
+    p.bytes = m.bytes;
+    p.is_send = true;
+    ucp_request_param_t param{};
+    const ucs_status_ptr_t r =
+        ucp_tag_send_nbx(peers[static_cast<std::size_t>(m.peer)].ep, m.data, m.bytes, make_tag(tag, rank), &param);
+    if (UCS_PTR_IS_ERR(r)) {
+      finished(p, UCS_PTR_STATUS(r));
+    } else if (r != nullptr) {
+      p.request = r;
+      ++outstanding;
+    }
+  }
+
+  // A request completed with `status`: throws for errors and for a message of another size.
+  void finished(Pending& p, ucs_status_t status) {
+    const std::string what = (p.is_send ? "send to rank " : "receive from rank ") + std::to_string(p.peer);
+    if (status == UCS_ERR_MESSAGE_TRUNCATED)
+      fail(ErrorCode::Mismatch, "UcxTransport (" + who() + "): " + what + ": the message is longer than the " +
+                                    std::to_string(p.bytes) + " bytes expected (ranks disagree on the call)");
+    if (status != UCS_OK) {
+      const Peer& peer = peers[static_cast<std::size_t>(p.peer)];
+      if (peer.failure != UCS_OK) fail(ErrorCode::RemoteError, endpoint_failure_text(peer));
+      fail(status == UCS_ERR_CANCELED || status == UCS_ERR_ENDPOINT_TIMEOUT || status == UCS_ERR_CONNECTION_RESET ||
+                   status == UCS_ERR_UNREACHABLE
+               ? ErrorCode::RemoteError
+               : ErrorCode::SystemError,
+           "UcxTransport (" + who() + "): " + what + " failed: " + ucs_text(status));
+    }
+    if (!p.is_send && p.info.length != p.bytes)
+      fail(ErrorCode::Mismatch, "UcxTransport (" + who() + "): " + what + ": got " + std::to_string(p.info.length) +
+                                    " bytes, expected " + std::to_string(p.bytes) + " (ranks disagree on the call)");
+  }
+
+  // Collects completed requests; true when none is outstanding.
+  bool collect() {
+    for (Pending& p : pending) {
+      if (p.request == nullptr) continue;
+      const ucs_status_t s =
+          p.is_send ? ucp_request_check_status(p.request) : ucp_tag_recv_request_test(p.request, &p.info);
+      if (s == UCS_INPROGRESS) continue;
+      ucp_request_free(p.request);
+      p.request = nullptr;
+      --outstanding;
+      finished(p, s);
+    }
+    return outstanding == 0;
+  }
+
+  void wait() {
+    if (outstanding == 0) return;
+    const Clock::time_point start = Clock::now();
+    // Spin: the common case, the peer is already there.
+    do {
+      ucp_worker_progress(worker);
+      if (collect()) return;
+    } while (Clock::now() - start < kSpin);
+    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(options.timeout_s));
+    auto next_watch = start + kWatchPeriod;
+    Backoff backoff(Clock::now());
+    for (;;) {
+      while (ucp_worker_progress(worker) != 0) {
+      }
+      if (collect()) return;
+      check_endpoint_failures();
+      const Clock::time_point now = Clock::now();
+      if (now >= next_watch) {
+        check_processes();
+        next_watch = now + kWatchPeriod;
+      }
+      if (now >= deadline) fail(ErrorCode::Timeout, timeout_text());
+      if (options.wait == UcxOptions::Wait::backoff) {
+        backoff.pause();
+        continue;
+      }
+      // Sleep in the kernel until UCX has something for us (or the next watch/deadline).
+      const ucs_status_t s = ucp_worker_arm(worker);
+      if (s == UCS_ERR_BUSY) continue;  // events arrived meanwhile: progress them first
+      if (s != UCS_OK) fail(ErrorCode::SystemError, "UcxTransport (" + who() + "): ucp_worker_arm: " + ucs_text(s));
+      const auto until = std::min(next_watch, deadline);
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1;
+      pollfd pfd{event_fd, POLLIN, 0};
+      ::poll(&pfd, 1, static_cast<int>(std::clamp<long long>(ms, 1, 1000)));  // EINTR: loop again
+    }
+  }
+
+  std::string endpoint_failure_text(const Peer& p) const {
+    return "UcxTransport (" + who() + "): UCX reports the endpoint to rank " + std::to_string(p.rank) + " (host " +
+           p.host + ") failed: " + ucs_text(p.failure) + " — that peer died or its host is unreachable";
+  }
+
+  void check_endpoint_failures() {
+    for (const Pending& p : pending) {
+      if (p.request == nullptr) continue;
+      const Peer& peer = peers[static_cast<std::size_t>(p.peer)];
+      if (peer.failure != UCS_OK) fail(ErrorCode::RemoteError, endpoint_failure_text(peer));
+    }
+  }
+
+  void check_processes() {
+    for (const Pending& p : pending) {
+      if (p.request == nullptr) continue;
+      const Peer& peer = peers[static_cast<std::size_t>(p.peer)];
+      if (peer.watch_process && !process_alive(peer.pid, peer.start_time))
+        fail(ErrorCode::RemoteError, "UcxTransport (" + who() + "): rank " + std::to_string(peer.rank) + " (pid " +
+                                         std::to_string(peer.pid) + " on this host) exited while " + who() +
+                                         " waited for it");
+    }
+  }
+
+  std::string timeout_text() const {
+    std::string waiting;
+    for (const Pending& p : pending) {
+      if (p.request == nullptr) continue;
+      const std::string item = (p.is_send ? "send to rank " : "receive from rank ") + std::to_string(p.peer);
+      if (waiting.find(item) != std::string::npos) continue;  // several pieces to one peer
+      if (!waiting.empty()) waiting += ", ";
+      waiting += item;
+    }
+    return who() + " waited " + seconds_text(options.timeout_s) + " s (STRAGGLAR_TIMEOUT_S) for: " + waiting +
+           " — that peer died or stopped";
+  }
+
+  // Marks the transport unusable, cancels and completes the pending receives, then throws.
+  [[noreturn]] void fail(ErrorCode code, const std::string& message) {
+    broken = true;
+    broken_reason = message;
+    abandon_receives();
+    throw Error(code, message);
+  }
+
+  // A receive must never write into the caller's memory after exchange() has thrown. A
+  // receive UCX has not matched yet is cancelled at once; one already matched (its data is
+  // arriving) completes or fails within the grace period. One that does neither is left to
+  // UCX and this transport never progresses UCX again (see shutdown()). Sends: see the
+  // header (they only read the caller's memory).
+  void abandon_receives() {
+    for (Pending& p : pending)
+      if (p.request != nullptr && !p.is_send) ucp_request_cancel(worker, p.request);
+    const auto until = Clock::now() + kCancelGrace;
+    for (;;) {
+      bool left = false;
+      for (Pending& p : pending) {
+        if (p.request == nullptr || p.is_send) continue;
+        if (ucp_tag_recv_request_test(p.request, &p.info) == UCS_INPROGRESS) {
+          left = true;
+          continue;
+        }
+        ucp_request_free(p.request);
+        p.request = nullptr;
+      }
+      if (!left) return;
+      if (Clock::now() >= until) break;
+      ucp_worker_progress(worker);
+    }
+    uncancelled_receive = true;
+  }
+
+  void shutdown() {
+    if (worker == nullptr) {
+      if (context != nullptr) ucp_cleanup(context);
+      return;
+    }
+    if (uncancelled_receive) {
+      // Progressing UCX (closing endpoints, destroying the worker) could complete a receive
+      // whose peer resumed, into memory the caller may have freed: leak UCX's state instead.
+      return;
+    }
+    // Sends still held (after an error): UCX finishes or cancels them as endpoints close.
+    for (Pending& p : pending)
+      if (p.request != nullptr) ucp_request_free(p.request);
+    pending.clear();
+    std::vector<void*> closing;
+    for (Peer& p : peers) {
+      if (p.ep == nullptr) continue;
+      ucp_request_param_t param{};
+      // A failed endpoint must be closed by force; a healthy one flushes what it still sends
+      // (e.g. the last acknowledgement of a rendezvous a peer waits for).
+      if (p.failure != UCS_OK) {
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      }
+      const ucs_status_ptr_t r = ucp_ep_close_nbx(p.ep, &param);
+      p.ep = nullptr;
+      if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
+    }
+    const auto until = Clock::now() + kCloseGrace;
+    while (!closing.empty() && Clock::now() < until) {
+      ucp_worker_progress(worker);
+      std::erase_if(closing, [](void* r) {
+        if (ucp_request_check_status(r) == UCS_INPROGRESS) return false;
+        ucp_request_free(r);
+        return true;
+      });
+      if (!closing.empty()) sched_yield();
+    }
+    for (void* r : closing) ucp_request_free(r);  // a peer that is gone: UCX releases it with the worker
+    if (address != nullptr) ucp_worker_release_address(worker, address);
+    ucp_worker_destroy(worker);
+    worker = nullptr;
+    ucp_cleanup(context);
+    context = nullptr;
+  }
+};
+
+// ---- UcxTransport ------------------------------------------------------------------------------
+UcxTransport::UcxTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+UcxTransport::~UcxTransport() = default;
+
+std::unique_ptr<UcxTransport> UcxTransport::connect(KeyValueStore& store, std::string prefix, int rank, int nranks,
+                                                    double timeout_s) {
+  return connect(store, std::move(prefix), rank, nranks, UcxOptions::from_env(timeout_s));
+}
+
+std::unique_ptr<UcxTransport> UcxTransport::connect(KeyValueStore& store, std::string prefix, int rank, int nranks,
+                                                    const UcxOptions& options) {
+  require(nranks >= 1, "UcxTransport::connect: nranks " + std::to_string(nranks) + ", expected >= 1");
+  require(rank >= 0 && rank < nranks, "UcxTransport::connect: rank " + std::to_string(rank) + " outside [0, " +
+                                          std::to_string(nranks) + ")");
+  require(options.timeout_s > 0,
+          "UcxTransport::connect: timeout of " + seconds_text(options.timeout_s) + " s, expected > 0");
+  auto impl = std::make_unique<Impl>();
+  impl->rank = rank;
+  impl->nranks = nranks;
+  impl->options = options;
+  impl->peers.resize(static_cast<std::size_t>(nranks));
+  impl->init_ucx();
+
+  const Identity me = self_identity();
+  Record mine;
+  mine.rank = static_cast<std::uint32_t>(rank);
+  mine.nranks = static_cast<std::uint32_t>(nranks);
+  mine.id = me;
+  const auto* a = reinterpret_cast<const std::uint8_t*>(impl->address);
+  mine.address.assign(a, a + impl->address_length);
+  auto key_of = [&](int r) { return prefix + "/" + std::to_string(r); };
+  store.set(key_of(rank), encode(mine));
+
+  for (int r = 0; r < nranks; ++r) {
+    const std::string key = key_of(r);
+    const Record rec = r == rank ? mine : decode(store.get(key, options.timeout_s), key);
+    if (rec.rank != static_cast<std::uint32_t>(r) || rec.nranks != static_cast<std::uint32_t>(nranks))
+      throw Error(ErrorCode::Mismatch, "UcxTransport::connect: store key '" + key + "' was set by rank " +
+                                           std::to_string(rec.rank) + " of " + std::to_string(rec.nranks) +
+                                           ", expected rank " + std::to_string(r) + " of " + std::to_string(nranks) +
+                                           " (a stale store, or ranks disagree on the world size)");
+    if (rec.address.empty())
+      throw Error(ErrorCode::Mismatch, "UcxTransport::connect: store key '" + key + "' has no UCX address");
+    impl->connect_peer(r, rec, me);
+  }
+  return std::unique_ptr<UcxTransport>(new UcxTransport(std::move(impl)));
+}
+
+int UcxTransport::rank() const { return impl_->rank; }
+int UcxTransport::nranks() const { return impl_->nranks; }
+void UcxTransport::exchange(std::span<const Message> sends, std::span<const Message> recvs) {
+  impl_->exchange(sends, recvs);
+}
+void UcxTransport::set_tag(int tag) { impl_->tag = tag; }
+int UcxTransport::tag() const { return impl_->tag; }
+void UcxTransport::set_timeout(double timeout_s) {
+  require(timeout_s > 0, "UcxTransport::set_timeout: " + seconds_text(timeout_s) + " s, expected > 0");
+  impl_->options.timeout_s = timeout_s;
+}
+
+std::string UcxTransport::describe_peer(int peer) const {
+  require(peer >= 0 && peer < impl_->nranks, "UcxTransport::describe_peer: peer " + std::to_string(peer) +
+                                                 " outside [0, " + std::to_string(impl_->nranks) + ")");
+  const Impl::Peer& p = impl_->peers[static_cast<std::size_t>(peer)];
+  if (p.ep == nullptr) return "closed";
+  char* text = nullptr;
+  std::size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  if (f == nullptr) return "?";
+  ucp_ep_print_info(p.ep, f);
+  std::fclose(f);
+  // Lines like "#   lane[0]:  3:sysv/memory.0 md[2] -> ...": keep "sysv/memory.0".
+  std::istringstream lines(std::string(text, size));
+  std::free(text);
+  std::string line, out;
+  while (std::getline(lines, line)) {
+    const std::size_t lane = line.find("lane[");
+    if (lane == std::string::npos) continue;
+    std::istringstream words(line.substr(line.find(':', lane) + 1));
+    std::string word;
+    words >> word;
+    word = word.substr(word.find(':') + 1);
+    if (out.find(word) != std::string::npos) continue;
+    if (!out.empty()) out += ' ';
+    out += word;
+  }
+  out += p.error_handling ? " (UCX error handling)" : (p.watch_process ? " (process watched)" : "");
+  return out;
+}
+
+}  // namespace stragglar
