@@ -261,7 +261,10 @@ struct UcxTransport::Impl {
     int peer = 0;
     bool is_send = false;
     std::size_t bytes = 0;
-    ucp_tag_recv_info_t info{};
+    // Receives: set by on_received (UCX calls it even for a message that had arrived).
+    bool received = false;
+    ucs_status_t status = UCS_INPROGRESS;
+    std::size_t length = 0;
   };
 
   int rank = 0, nranks = 0;
@@ -284,6 +287,13 @@ struct UcxTransport::Impl {
   static void on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
     auto* peer = static_cast<Peer*>(arg);
     if (peer->failure == UCS_OK) peer->failure = status;
+  }
+
+  static void on_received(void*, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
+    auto* p = static_cast<Pending*>(user_data);
+    p->status = status;
+    p->length = info != nullptr ? info->length : 0;
+    p->received = true;
   }
 
   static ucp_tag_t make_tag(int user_tag, int source) {
@@ -354,6 +364,7 @@ struct UcxTransport::Impl {
       throw Error(ErrorCode::RemoteError, "UcxTransport is unusable after an earlier error — " + broken_reason);
     pending.clear();
     outstanding = 0;
+    // Entries must not move once posted: UCX's receive callback writes into them.
     if (pending.capacity() < sends.size() + recvs.size()) pending.reserve(sends.size() + recvs.size());
     // Receives first, so a peer's eager send finds its buffer posted.
     for (const Message& m : recvs)
@@ -376,11 +387,13 @@ struct UcxTransport::Impl {
     Pending& p = pending.emplace_back();
     p.peer = m.peer;
     p.bytes = m.bytes;
-    // Always a request, even when the message is there already: UCX 1.13 leaves recv_info
-    // unset when it completes a receive at posting, and the length is what catches a
-    // peer that sends fewer bytes than expected.
+    // A completion callback, always (no immediate completion): UCX 1.13 fills neither
+    // recv_info nor the request's info when a receive completes at posting, and the length
+    // is what catches a peer that sends fewer bytes than expected.
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    param.cb.recv = &Impl::on_received;
+    param.user_data = &p;
     const ucs_status_ptr_t r = ucp_tag_recv_nbx(worker, m.data, m.bytes, make_tag(tag, m.peer), kFullMask, &param);
     if (r == nullptr || UCS_PTR_IS_ERR(r))
       fail(ErrorCode::SystemError, "UcxTransport (" + who() + "): ucp_tag_recv_nbx from rank " +
@@ -422,8 +435,8 @@ struct UcxTransport::Impl {
                : ErrorCode::SystemError,
            "UcxTransport (" + who() + "): " + what + " failed: " + ucs_text(status));
     }
-    if (!p.is_send && p.info.length != p.bytes)
-      fail(ErrorCode::Mismatch, "UcxTransport (" + who() + "): " + what + ": got " + std::to_string(p.info.length) +
+    if (!p.is_send && p.length != p.bytes)
+      fail(ErrorCode::Mismatch, "UcxTransport (" + who() + "): " + what + ": got " + std::to_string(p.length) +
                                     " bytes, expected " + std::to_string(p.bytes) + " (ranks disagree on the call)");
   }
 
@@ -431,9 +444,8 @@ struct UcxTransport::Impl {
   bool collect() {
     for (Pending& p : pending) {
       if (p.request == nullptr) continue;
-      const ucs_status_t s =
-          p.is_send ? ucp_request_check_status(p.request) : ucp_tag_recv_request_test(p.request, &p.info);
-      if (s == UCS_INPROGRESS) continue;
+      const ucs_status_t s = p.is_send ? ucp_request_check_status(p.request) : p.status;
+      if (p.is_send ? s == UCS_INPROGRESS : !p.received) continue;
       ucp_request_free(p.request);
       p.request = nullptr;
       --outstanding;
@@ -538,7 +550,7 @@ struct UcxTransport::Impl {
       bool left = false;
       for (Pending& p : pending) {
         if (p.request == nullptr || p.is_send) continue;
-        if (ucp_tag_recv_request_test(p.request, &p.info) == UCS_INPROGRESS) {
+        if (!p.received) {
           left = true;
           continue;
         }
