@@ -15,3 +15,8 @@ mpi_flags=(--oversubscribe)
 set -x
 mpirun "${mpi_flags[@]}" -np "$np" ./build/stragglar-bench -b 64M -e 64M -d float -n 10 -w 2 -c 1 \
   --algo stragglar,stragglar:1,ring,native --straggler $((np - 1)) --delay 300 --calibrate --json build/main-job.json "$@"
+{ set +x; } 2>/dev/null
+# A plot of this run (measured exposed time beside the calibrated model, per algorithm), next to its JSON.
+bash scripts/install-python-deps.sh
+PYTHONPATH=python MPLBACKEND=Agg python3 -m stragglar.figures measured-vs-model build/main-job.json -o build/main-job.png
+echo "run.sh: results in build/main-job.json, plotted in build/main-job.png"
