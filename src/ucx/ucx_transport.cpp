@@ -422,6 +422,7 @@ struct UcxTransport::Impl {
 
   // A request completed with `status`: throws for errors and for a message of another size.
   void finished(Pending& p, ucs_status_t status) {
+    if (status == UCS_OK && (p.is_send || p.length == p.bytes)) return;  // no allocation on the hot path
     const std::string what = (p.is_send ? "send to rank " : "receive from rank ") + std::to_string(p.peer);
     if (status == UCS_ERR_MESSAGE_TRUNCATED)
       fail(ErrorCode::Mismatch, "UcxTransport (" + who() + "): " + what + ": the message is longer than the " +
