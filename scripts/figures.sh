@@ -75,7 +75,7 @@ if [ "$model_only" = 0 ]; then
   [ "$(id -u)" -ne 0 ] || mpi+=(--allow-run-as-root)
   rm -f "$data"/delay-sweep-*ms.json
   echo "$(python3 -c 'from stragglar.figures import machine_description as m; print(m())')$(mpirun --version 2>/dev/null |
-    sed -n '1s/^mpirun (\(.*\)) \(.*\)$/, \1 \2/p'), $np ranks" > "$data/machine.txt"
+    sed -n '1s/^mpirun (\(.*\)) \(.*\)$/, \1 \2/p')" > "$data/machine.txt"
   for d in ${delays//,/ }; do
     (set -x; "${mpi[@]}" "$bench" -b "$size" -e "$size" -d float -n "$iters" -w 1 -c 1 \
       --algo stragglar,ring,rhd,native --straggler $((np - 1)) --delay "$d" --calibrate \

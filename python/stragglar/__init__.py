@@ -10,5 +10,3 @@ Submodules, each imported on its own so that none drags in another's dependencie
 This root module imports nothing heavy (no matplotlib, no torch), so ``import stragglar`` is
 cheap wherever the package is on the path.
 """
-
-__all__ = ["draw", "figures"]

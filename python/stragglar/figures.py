@@ -314,7 +314,7 @@ def delay_sweep_data(cli: str, bench_paths: list[str] | None = None, *, nranks: 
 
 
 def plot_delay_sweep(data: dict, machine: str | None = None) -> PlotSummary:
-    fig, axes = new_figure(13.5, 5.6, ncols=2)
+    fig, axes = new_figure(13.5, 6.2, ncols=2)
     summary = PlotSummary(fig, axes)
     measured = data["measured"]
     entries = list(dict.fromkeys([m["algo"] for m in measured] + [m["entry"] for m in data["model"]]))
@@ -336,6 +336,10 @@ def plot_delay_sweep(data: dict, machine: str | None = None) -> PlotSummary:
                               label=f"{name_of(entry)}: measured")[0]
                 if ax is axes[0]:
                     summary.points[entry] = pts
+                if entry == "stragglar" or entry.startswith("stragglar:"):  # the K each run used
+                    for m in meas:
+                        ax.annotate(f"K={m['pipeline']}", (m["delay_ms"], m[key] / 1e3), textcoords="offset points",
+                                    xytext=(7, 0), va="center", fontsize=7, color=c)
         ax.axvline(data["ideal_delay_ms"], color="black", lw=0.8, ls="--")
         ax.annotate(f"model: StragglAR's\nReduceScatter hidden\nfrom {data['ideal_delay_ms']:.3g} ms",
                     (data["ideal_delay_ms"], 0.02), xycoords=("data", "axes fraction"), xytext=(4, 0),
@@ -355,7 +359,8 @@ def plot_delay_sweep(data: dict, machine: str | None = None) -> PlotSummary:
         ax.grid(True, alpha=0.3)
     axes[0].set_title("(a) exposed time: the cost once the last rank is there", fontsize=10)
     axes[1].set_title("(b) delay + exposed time (paper Fig. 8c's metric)", fontsize=10)
-    axes[0].legend(fontsize=8, loc="lower left")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(handles)), fontsize=8, frameon=False)
     cal = data.get("calibration")
     if measured:
         straggler = measured[0].get("straggler")
@@ -404,9 +409,19 @@ def plot_measured_vs_model(bench: dict, machine: str | None = None) -> PlotSumma
                             ha="center", va="bottom", fontsize=7, color="#555555")
             if len(sizes) == 1 or size == sizes[-1]:
                 summary.bars[r["algo"]] = (meas, model)
+        ax.set_xlim(-0.6, len(srows) - 0.4)
         ax.set_xticks(range(len(srows)))
-        ax.set_xticklabels([name_of(r["algo"]) + (f"\nK = {r['pipeline']}" if r["algo"].startswith("stragglar") else "")
-                            for r in srows], fontsize=8)
+        ref = next((r["exposed_us"] for r in srows if r["algo"] == "stragglar"), None)
+
+        def tick(r):
+            if r["algo"].startswith("stragglar"):
+                extra = f"K = {r['pipeline']}"
+                if r["algo"] != "stragglar" and ref:
+                    extra += f"\n{r['exposed_us'] / ref:.2f}\u00d7 StragglAR's time"
+                return f"{name_of(r['algo'])}\n{extra}"
+            return name_of(r["algo"]) + (f"\n{r['exposed_us'] / ref:.2f}\u00d7 StragglAR's time" if ref else "")
+
+        ax.set_xticklabels([tick(r) for r in srows], fontsize=8)
         ax.set_ylabel("exposed time (ms, from the straggler's arrival)")
         ax.set_ylim(0, max(max(r["exposed_us"], r.get("predicted_exposed_us", 0)) for r in srows) / 1e3 * 1.22)
         ax.grid(True, axis="y", alpha=0.3)
@@ -415,9 +430,9 @@ def plot_measured_vs_model(bench: dict, machine: str | None = None) -> PlotSumma
     cal = bench.get("calibration")
     delay = f"ideal (waiting phases only)" if bench.get("ideal") else f"{bench.get('delay_ms', 0):g} ms late"
     title = (f"Measured vs model, stragglar-bench: n = {bench['nranks']}, rank {bench.get('straggler')} {delay}, "
-             f"median of {bench.get('iters')} iterations \u2014 {machine or machine_description()}")
+             f"median of {bench.get('iters')} iterations\n{machine or machine_description()}")
     if cal:
-        title += (f"\nmodel: \u03b1-\u03b2-\u03b3 simulator calibrated in the same run: \u03b1 = {cal['alpha_us']:.3g} \u00b5s, "
+        title += (f"\nmodel: \u03b1-\u03b2-\u03b3 simulator, calibrated in the same run: \u03b1 = {cal['alpha_us']:.3g} \u00b5s, "
                   f"{cal['bandwidth_GBps']:.3g} GB/s, reduction "
                   + (f"{cal['reduce_bandwidth_GBps']:.3g} GB/s" if cal["reduce_bandwidth_GBps"] > 0 else "free"))
     else:
