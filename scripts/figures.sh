@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
     --main-iters) main_iters=$2; shift 2 ;;
     --main-job) main_job=$2; shift 2 ;;
     --nranks) nranks=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "figures.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) out=$1; shift ;;
   esac
