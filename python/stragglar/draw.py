@@ -113,7 +113,7 @@ def draw_schedule(schedule: dict, ax=None, *, labels: str = "auto", title: str |
     show_labels = labels == "on" or (labels == "auto" and n <= LABEL_MAX_RANKS)
 
     if ax is None:
-        width = min(60.0, max(7.0, 3.0 + (0.62 if show_labels else 0.3) * nrounds))
+        width = min(60.0, max(8.5, 3.0 + (0.62 if show_labels else 0.3) * nrounds))
         height = min(24.0, max(3.2, 1.6 + (0.5 if show_labels else 0.32) * n))
         fig = Figure(figsize=(width, height), layout="constrained")
         ax = fig.add_subplot()
@@ -183,7 +183,7 @@ def draw_schedule(schedule: dict, ax=None, *, labels: str = "auto", title: str |
     step = 1 if nrounds <= 40 else 5
     ax.set_xticks([i + 0.5 for i in range(0, nrounds, step)])
     ax.set_xticklabels([str(i) for i in range(0, nrounds, step)], fontsize=8)
-    ax.set_xlabel("round (one column per round; each arrow: source at the round's start \u2192 destination at its end)")
+    ax.set_xlabel("round\n(each arrow: source at the round's start \u2192 destination at its end)")
     ax.set_ylabel("rank")
     for spine in ("top", "right"):
         ax.spines[spine].set_visible(False)
@@ -192,8 +192,8 @@ def draw_schedule(schedule: dict, ax=None, *, labels: str = "auto", title: str |
         ports = s.get("ports", 1)
         delay_rounds = sum(b - a for a, b, _ in drawing.delay_spans)
         title = (f"{s.get('algorithm', '?')} schedule: n = {n}, "
-                 f"straggler {straggler if straggler is not None else 'none'}, {nchunks} chunks, "
-                 f"ports {ports}, {nrounds} rounds"
+                 f"straggler {straggler if straggler is not None else 'none'}, {nchunks} chunks, ports {ports}\n"
+                 f"{nrounds} rounds"
                  + (f" ({delay_rounds} during the delay + {nrounds - delay_rounds} after)" if delay_rounds else "")
                  + f", {len(drawing.transfers)} transfers")
     ax.set_title(title, fontsize=11 if show_labels else 14)
