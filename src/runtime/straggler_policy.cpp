@@ -1,0 +1,473 @@
+// The straggler policy behind algorithm = auto (issue #12; docs/auto.md explains it in prose).
+//
+// Measurement (paper appendix "Persistent Stragglers": T_delay = T_rest − T_straggler, where the
+// straggler has the shortest AllReduce time of all GPUs): all ranks leave a call at about the
+// same time, so a rank's time inside the call is (common exit − its arrival). Per call, from the
+// exchanged in-call times T_r:
+//   exposed ≈ min_r T_r            (the last to arrive waited for nobody: the exposed time)
+//   late    = argmin_r T_r         (it arrived last)
+//   delay   = second-min − min     (how long after the second-last it arrived: the overlap
+//                                   StragglAR's ReduceScatter among the others can use)
+// This holds whatever ran: under ring/rhd/native the others wait inside the call; under
+// StragglAR with the right straggler they run the ReduceScatter meanwhile (their in-call time
+// is max(RS, delay) + rest, the straggler's max(RS − delay, 0) + rest); with the wrong
+// straggler everyone waits for the late rank and no overlap happens.
+#include "runtime/straggler_policy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "stragglar/error.hpp"
+#include "stragglar/synthesize.hpp"
+
+namespace stragglar::detail {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The lower median (the smaller middle value of an even count).
+double lower_median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+// A candidate's typical exposed time from few measurements: the lower quartile. On a shared host
+// the noise is mostly slow outliers (interference only ever slows a call down); the lower
+// quartile ignores up to three in four of them, where a median of three ignores one. Every
+// candidate is estimated the same way, so comparisons stay fair.
+double lower_quartile(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  const auto q = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 4);
+  std::nth_element(v.begin(), q, v.end());
+  return *q;
+}
+
+std::string ms(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  return buf;
+}
+
+std::string fmt_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+void check_int(bool ok, const char* name, long long value, const char* expected) {
+  require(ok, std::string("straggler policy: ") + name + " " + std::to_string(value) + " is not valid, expected " +
+                  expected);
+}
+void check_fraction(double v, const char* name, double hi, const char* expected) {
+  require(std::isfinite(v) && v >= 0 && v < hi, std::string("straggler policy: ") + name + " " + fmt_double(v) +
+                                                    " is not valid, expected " + expected);
+}
+
+}  // namespace
+
+std::string to_string(const Choice& c) {
+  std::string s = stragglar::to_string(c.algorithm);
+  if (c.straggler >= 0) s += "(straggler " + std::to_string(c.straggler) + ")";
+  return s;
+}
+
+StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
+    : config_(std::move(config)), predict_(std::move(predictor)) {
+  const PolicyConfig& c = config_;
+  check_int(c.nranks >= 1 && c.nranks <= kMaxRanks, "nranks", c.nranks, "1 to 4096 ranks");
+  check_int(c.period >= 1 && c.period <= 1000, "period", c.period, "1 to 1000 calls between exchanges");
+  check_int(c.min_samples >= 1, "min_samples", c.min_samples, "an integer >= 1");
+  check_int(c.history >= c.min_samples && c.history <= 1000, "history", c.history,
+            "an integer from min_samples to 1000");
+  check_int(c.min_dwell_windows >= 0, "min_dwell_windows", c.min_dwell_windows, "an integer >= 0");
+  check_int(c.refresh_windows >= 1, "refresh_windows", c.refresh_windows, "an integer >= 1");
+  check_int(c.stale_windows >= 1, "stale_windows", c.stale_windows, "an integer >= 1");
+  check_fraction(c.switch_margin, "switch_margin", 1, "a fraction in [0, 1)");
+  check_fraction(c.model_error, "model_error", 1, "a fraction in [0, 1)");
+  check_fraction(c.fresh_tolerance, "fresh_tolerance", 1, "a fraction in [0, 1)");
+  check_fraction(c.min_delay_fraction, "min_delay_fraction", 1, "a fraction in [0, 1)");
+  check_fraction(c.noise_prior, "noise_prior", 1, "a fraction in [0, 1)");
+  check_fraction(c.min_delay_s, "min_delay_s", std::numeric_limits<double>::infinity(), "seconds >= 0");
+  require(!c.candidates.empty(), "straggler policy: the candidate list is empty, expected at least one of " +
+                                     algorithm_names());
+  require(static_cast<bool>(predict_), "straggler policy: the predictor is empty, expected a callable");
+  for (std::size_t i = 0; i < c.candidates.size(); ++i) {
+    const Algorithm a = c.candidates[i];
+    const AlgorithmInfo& info = algorithm_info(a);  // throws for a value not in the table
+    require(info.kind != AlgorithmKind::automatic,
+            "straggler policy: candidate 'auto' is not valid, expected an algorithm auto can run "
+            "(a schedule or native)");
+    for (std::size_t j = 0; j < i; ++j)
+      require(c.candidates[j] != a,
+              std::string("straggler policy: candidate '") + info.name + "' is listed twice, expected each once");
+    cands_.push_back({a, info.uses_straggler, {}});
+    cands_.back().samples.reserve(static_cast<std::size_t>(c.history));
+  }
+  target_ = c.nranks - 1;  // the API's default straggler until one is measured
+  noise_ = c.noise_prior;
+  scores_.assign(static_cast<std::size_t>(c.nranks), 0.0);
+  est_.resize(cands_.size());
+  std::size_t ring = 8;
+  while (ring < 2 * static_cast<std::size_t>(c.period) + 2) ring *= 2;
+  ring_.resize(ring);
+
+  // Before any measurement: the model's best at no delay (its seconds may be uncalibrated, but
+  // every candidate is on the same scale); the first calls survey every candidate once.
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < cands_.size(); ++k) {
+    const double p = predict(choice_of(static_cast<int>(k)), 0.0);
+    if (p < best) best = p, incumbent_ = static_cast<int>(k);
+  }
+  for (std::size_t k = 0; k < cands_.size(); ++k) plan_.push_back(static_cast<int>(k));
+  update_next();
+}
+
+Choice StragglerPolicy::choice_of(int candidate) const {
+  const Candidate& c = cands_[static_cast<std::size_t>(candidate)];
+  return {c.algorithm, c.uses_straggler ? target_ : -1};
+}
+
+double StragglerPolicy::predict(const Choice& c, double delay_s) const {
+  const double v = predict_(c, delay_s);
+  return std::isfinite(v) && v > 0 ? v : kNaN;
+}
+
+void StragglerPolicy::update_next() {
+  next_ = choice_of(plan_pos_ < plan_.size() ? plan_[plan_pos_] : incumbent_);
+  incumbent_choice_ = choice_of(incumbent_);
+}
+
+Choice StragglerPolicy::begin_call() {
+  if (static_cast<std::size_t>(begun_ - decided_) == ring_.size()) {  // record/decide lag grew: grow
+    std::vector<Ran> bigger(ring_.size() * 2);
+    for (std::int64_t call = decided_; call < begun_; ++call)
+      bigger[static_cast<std::size_t>(call) & (bigger.size() - 1)] = slot(call);
+    ring_.swap(bigger);
+  }
+  const int cand = plan_pos_ < plan_.size() ? plan_[plan_pos_++] : incumbent_;
+  const Choice c = choice_of(cand);
+  slot(begun_) = {cand, c.straggler, -1};
+  ++begun_;
+  update_next();
+  return c;
+}
+
+void StragglerPolicy::record(double seconds_in_call) {
+  require(recorded_ < begun_, "straggler policy: record() of call " + std::to_string(recorded_) +
+                                  " before its begin_call(), expected one begin_call() per recorded call");
+  require(std::isfinite(seconds_in_call) && seconds_in_call >= 0,
+          "straggler policy: time in call " + fmt_double(seconds_in_call) + " s is not valid, expected seconds >= 0");
+  // Capped at 10^6 s so nanoseconds stay far from int64 overflow.
+  slot(recorded_).ns = std::llround(std::min(seconds_in_call, 1e6) * 1e9);
+  ++recorded_;
+}
+
+bool StragglerPolicy::exchange_due() const noexcept { return recorded_ - filled_ >= config_.period; }
+
+std::uint64_t StragglerPolicy::window_digest(std::int64_t first_call) const {
+  // FNV-1a over what every rank must agree on: where the window starts and what each call ran.
+  std::uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](std::int64_t v) {
+    for (int b = 0; b < 8; ++b) h = (h ^ ((static_cast<std::uint64_t>(v) >> (8 * b)) & 0xff)) * 1099511628211ull;
+  };
+  mix(first_call);
+  mix(config_.nranks);
+  mix(config_.period);
+  for (int j = 0; j < config_.period; ++j) {
+    const Ran& r = slot(first_call + j);
+    mix(static_cast<int>(cands_[static_cast<std::size_t>(r.candidate)].algorithm));
+    mix(r.straggler);
+  }
+  return h & 0x3fffffffffffffffull;  // non-negative: -1 marks "no contribution"
+}
+
+void StragglerPolicy::fill_exchange(std::span<std::int64_t> all, int rank) {
+  require(exchange_due(), "straggler policy: fill_exchange() with " + std::to_string(recorded_ - filled_) +
+                              " recorded calls waiting, expected period " + std::to_string(config_.period));
+  require(all.size() == static_cast<std::size_t>(exchange_size()),
+          "straggler policy: exchange array of " + std::to_string(all.size()) + " values, expected " +
+              std::to_string(exchange_size()) + " (nranks × slots_per_rank)");
+  check_int(rank >= 0 && rank < config_.nranks, "rank", rank, "a rank in [0, nranks)");
+  std::fill(all.begin(), all.end(), std::int64_t{-1});
+  const std::size_t base = static_cast<std::size_t>(rank) * static_cast<std::size_t>(slots_per_rank());
+  for (int j = 0; j < config_.period; ++j) all[base + static_cast<std::size_t>(j)] = slot(filled_ + j).ns;
+  all[base + static_cast<std::size_t>(config_.period)] = static_cast<std::int64_t>(window_digest(filled_));
+  filled_ += config_.period;
+}
+
+void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s) {
+  const std::int64_t window = decided_ / config_.period;
+  std::vector<double> all_values;
+  for (std::size_t k = 0; k < cands_.size(); ++k) {
+    const Candidate& c = cands_[k];
+    Estimate& e = est_[k];
+    e.predicted = predict(choice_of(static_cast<int>(k)), c.uses_straggler ? delay_target_s : delay_all_s);
+    e.fresh_values.clear();
+    all_values.clear();
+    for (auto s = c.samples.rbegin(); s != c.samples.rend(); ++s) {
+      // Move the measurement to the current delay with the model's ratio (the model is used
+      // only in ratios: its absolute seconds may be off). No model (native): assumed not to
+      // depend on the delay, as a bulk-synchronous AllReduce does not.
+      const double ratio = std::isfinite(e.predicted) && std::isfinite(s->predicted_s) ? e.predicted / s->predicted_s : 1.0;
+      const double v = s->exposed_s * ratio;
+      all_values.push_back(v);
+      if (std::abs(ratio - 1) <= config_.fresh_tolerance && window - s->window <= config_.stale_windows)
+        e.fresh_values.push_back(v);
+    }
+    e.fresh = static_cast<int>(e.fresh_values.size());
+    e.measured = e.fresh >= config_.min_samples;
+    e.value = e.measured ? lower_quartile(e.fresh_values) : lower_quartile(all_values);
+  }
+  // The relative spread of calls (σ): 1.4826 × the median absolute relative deviation from
+  // each candidate's median (robust to outliers, as the medians are), pooled over candidates
+  // with at least 3 fresh measurements (two say little about spread), and smoothed over
+  // decisions from config.noise_prior: it is a property of the host more than of one window.
+  std::vector<double> devs;
+  for (const Estimate& e : est_) {
+    if (e.fresh < 3) continue;
+    std::vector<double> v = e.fresh_values;
+    std::sort(v.begin(), v.end());
+    const double med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    for (double x : v) devs.push_back(std::abs(x / med - 1));
+  }
+  if (!devs.empty()) {
+    std::sort(devs.begin(), devs.end());
+    const std::size_t m = devs.size() / 2;
+    const double sigma = 1.4826 * (devs.size() % 2 ? devs[m] : (devs[m - 1] + devs[m]) / 2);
+    noise_ = 0.75 * noise_ + 0.25 * sigma;
+  }
+  // Never measured: the model scaled by how far it is off for the measured candidates.
+  std::vector<double> calib;
+  for (std::size_t k = 0; k < cands_.size(); ++k)
+    if (!cands_[k].samples.empty() && std::isfinite(est_[k].predicted)) calib.push_back(est_[k].value / est_[k].predicted);
+  const double scale = lower_median(calib);
+  for (std::size_t k = 0; k < cands_.size(); ++k)
+    if (cands_[k].samples.empty()) est_[k].value = est_[k].predicted * scale;  // NaN when either is unknown
+}
+
+void StragglerPolicy::plan_exploration(int best) {
+  const std::int64_t window = decided_ / config_.period;
+  plan_.clear();
+  plan_pos_ = 0;
+  if (best < 0) best = incumbent_;
+  // "Could be the best": within the model's error of the best estimate, widened by twice the
+  // noise, since a candidate with one measurement may have met an outlier.
+  const double band = std::isfinite(est_[static_cast<std::size_t>(best)].value)
+                          ? est_[static_cast<std::size_t>(best)].value * (1 + config_.model_error + 2 * noise_)
+                          : std::numeric_limits<double>::infinity();
+  // Who needs measuring: a candidate never measured (one probe), one measured fewer than
+  // min_samples times (a single outlier must not rule it out for good), or one whose estimate
+  // could be the best within the model's error but lacks fresh measurements. At most min_samples
+  // exploration calls per candidate every refresh_windows decisions, so delays that keep
+  // changing do not turn into endless exploration.
+  struct Need {
+    int candidate, calls;
+    bool unknown;
+    double value;
+  };
+  std::vector<Need> needs;
+  for (std::size_t k = 0; k < cands_.size(); ++k) {
+    if (static_cast<int>(k) == incumbent_) continue;
+    const Estimate& e = est_[k];
+    Candidate& c = cands_[k];
+    if (window - c.burst_start >= config_.refresh_windows) c.burst_start = window, c.burst_calls = 0;
+    int calls = 0;
+    const bool unknown = !std::isfinite(e.value);
+    const int have = static_cast<int>(c.samples.size());
+    if (unknown || have < config_.min_samples || (e.value <= band && e.fresh < config_.min_samples))
+      calls = std::min(unknown ? 1 : config_.min_samples - std::min(e.fresh, have), config_.min_samples - c.burst_calls);
+    else if (e.measured && e.value < est_[static_cast<std::size_t>(incumbent_)].value)
+      calls = 1;  // looks faster but not beyond the noise: measure it more to settle the question
+    if (calls > 0) needs.push_back({static_cast<int>(k), calls, unknown, e.value});
+  }
+  std::sort(needs.begin(), needs.end(), [](const Need& a, const Need& b) {
+    if (a.unknown != b.unknown) return a.unknown;
+    if (!a.unknown && a.value != b.value) return a.value < b.value;
+    return a.candidate < b.candidate;
+  });
+  const std::size_t cap = static_cast<std::size_t>(std::max(1, config_.period / 2));
+  for (int round = 0; plan_.size() < cap; ++round) {  // round robin: breadth before depth
+    bool any = false;
+    for (const Need& n : needs)
+      if (n.calls > round && plan_.size() < cap) {
+        plan_.push_back(n.candidate);
+        ++cands_[static_cast<std::size_t>(n.candidate)].burst_calls;
+        any = true;
+      }
+    if (!any) break;
+  }
+  // Periodic refresh: one call of the near candidate measured longest ago, so that drift (a
+  // challenger getting faster) is noticed.
+  if (window - last_refresh_window_ >= config_.refresh_windows) {
+    last_refresh_window_ = window;
+    int pick = -1;
+    std::int64_t oldest = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t k = 0; k < cands_.size(); ++k) {
+      if (static_cast<int>(k) == incumbent_ || !(est_[k].value <= band) || cands_[k].samples.empty() ||
+          std::find(plan_.begin(), plan_.end(), static_cast<int>(k)) != plan_.end())
+        continue;
+      const std::int64_t newest = cands_[k].samples.back().window;
+      if (newest < oldest) oldest = newest, pick = static_cast<int>(k);
+    }
+    if (pick >= 0) plan_.push_back(pick);
+  }
+}
+
+bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
+  const int n = config_.nranks, P = config_.period, S = slots_per_rank();
+  require(filled_ > decided_, "straggler policy: decide() without a filled exchange, expected fill_exchange() first");
+  require(all.size() == static_cast<std::size_t>(exchange_size()),
+          "straggler policy: exchange array of " + std::to_string(all.size()) + " values, expected " +
+              std::to_string(exchange_size()) + " (nranks × slots_per_rank)");
+  const std::int64_t first = decided_;
+  const std::int64_t window = decided_ / P;
+  const auto at = [&](int r, int j) { return all[static_cast<std::size_t>(r * S + j)]; };
+  const std::int64_t digest = static_cast<std::int64_t>(window_digest(first));
+  for (int r = 0; r < n; ++r) {
+    for (int j = 0; j <= P; ++j)
+      require(at(r, j) >= 0, "straggler policy: rank " + std::to_string(r) + " contributed nothing to exchange " +
+                                 std::to_string(window) + " (slot " + std::to_string(j) +
+                                 " is negative), expected every rank to fill_exchange() before the max");
+    require(at(r, P) == digest,
+            "straggler policy: rank " + std::to_string(r) + " ran different choices or counted calls differently in calls " +
+                std::to_string(first) + ".." + std::to_string(first + P - 1) + " than this rank, expected every rank "
+                "to call begin_call/record/fill_exchange/decide at the same calls",
+            ErrorCode::Mismatch);
+  }
+
+  // Per call: who arrived last, by how much, and the exposed time.
+  std::vector<int> late(static_cast<std::size_t>(P));
+  std::vector<double> gap(static_cast<std::size_t>(P)), exposed(static_cast<std::size_t>(P));
+  std::vector<int> count(static_cast<std::size_t>(n), 0);
+  std::vector<double> score(static_cast<std::size_t>(n), 0.0);
+  int significant = 0;
+  for (int j = 0; j < P; ++j) {
+    int lo = 0;
+    std::int64_t min1 = at(0, j), min2 = std::numeric_limits<std::int64_t>::max(), max = at(0, j);
+    for (int r = 1; r < n; ++r) {
+      const std::int64_t t = at(r, j);
+      if (t < min1) min2 = min1, min1 = t, lo = r;  // ties: the lowest rank
+      else if (t < min2) min2 = t;
+      max = std::max(max, t);
+    }
+    if (n == 1) min2 = min1;
+    const auto uj = static_cast<std::size_t>(j);
+    late[uj] = lo;
+    exposed[uj] = static_cast<double>(min1) * 1e-9;
+    gap[uj] = static_cast<double>(min2 - min1) * 1e-9;
+    if (gap[uj] >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed[uj]) && gap[uj] > 0) {
+      ++count[static_cast<std::size_t>(lo)];
+      ++significant;
+    }
+    if (max > 0)
+      for (int r = 0; r < n; ++r)
+        score[static_cast<std::size_t>(r)] += static_cast<double>(max - at(r, j)) / static_cast<double>(max) / P;
+  }
+  scores_ = score;
+
+  // The late rank: late (by a significant margin) in most calls of the window. Otherwise none
+  // is named, and the straggler given to StragglAR stays where it was (hysteresis).
+  const int old_target = target_;
+  const Choice old_choice = incumbent_choice_;
+  late_ = -1;
+  for (int r = 0; r < n; ++r)
+    if (2 * count[static_cast<std::size_t>(r)] > P) late_ = r;
+  if (late_ >= 0) target_ = late_;
+  delay_s_ = lower_median(gap);
+  // The overlap a straggler-using candidate gets with the current target: the delay of the
+  // calls in which the target was indeed the last to arrive, 0 in the others.
+  std::vector<double> target_gap(static_cast<std::size_t>(P));
+  for (std::size_t j = 0; j < target_gap.size(); ++j) target_gap[j] = late[j] == target_ ? gap[j] : 0.0;
+  const double delay_target = lower_median(target_gap);
+
+  // Measurements of the window, each with the overlap its choice could use in that call (a
+  // StragglAR call told the wrong rank overlapped nothing: delay 0).
+  for (int j = 0; j < P; ++j) {
+    const Ran& r = slot(first + j);
+    Candidate& c = cands_[static_cast<std::size_t>(r.candidate)];
+    const auto uj = static_cast<std::size_t>(j);
+    const double d = c.uses_straggler ? (late[uj] == r.straggler ? gap[uj] : 0.0) : gap[uj];
+    if (c.samples.size() == static_cast<std::size_t>(config_.history)) c.samples.erase(c.samples.begin());
+    c.samples.push_back({exposed[uj], predict(Choice{c.algorithm, r.straggler}, d), window});
+  }
+  estimate_all(delay_s_, delay_target);
+
+  int best = -1;
+  for (std::size_t k = 0; k < est_.size(); ++k)
+    if (std::isfinite(est_[k].value) && (best < 0 || est_[k].value < est_[static_cast<std::size_t>(best)].value))
+      best = static_cast<int>(k);
+
+  // Hysteresis. Measured against measured: the challenger must be faster by switch_margin plus
+  // 1.5 standard errors of the difference of the two estimates (so the margin grows with the
+  // host's noise and shrinks as measurements accumulate), and may not switch straight back to
+  // the choice just left within min_dwell_windows decisions. Model against incumbent: an
+  // estimate without enough fresh measurements behind it switches only for a gain larger than
+  // the model's error.
+  std::string reason;
+  if (best >= 0 && best != incumbent_) {
+    const Estimate& b = est_[static_cast<std::size_t>(best)];
+    const Estimate& i = est_[static_cast<std::size_t>(incumbent_)];
+    if (!std::isfinite(i.value)) {
+      reason = "the previous choice has no estimate";
+    } else if (b.measured) {
+      // Two lower quartiles of m_b and m_i samples differ by chance by about
+      // 1.36·σ·sqrt(1/m_b + 1/m_i) (the standard error of a quartile is 1.36·σ/sqrt(m)); 1.5 of
+      // those: ~7% of comparisons between equal candidates, and the dwell rule stops those
+      // from flapping back.
+      const double se = 1.36 * noise_ * std::sqrt(1.0 / b.fresh + (i.measured ? 1.0 / i.fresh : 0.0));
+      const double margin = config_.switch_margin + std::min(1.5 * se, config_.model_error);
+      // Dwell: no measured switch straight back to the choice just left (flapping).
+      const bool dwell_ok = best != previous_incumbent_ || !i.measured || incumbent_by_model_ ||
+                            window - last_change_window_ >= config_.min_dwell_windows;
+      if (b.value * (1 + margin) < i.value && dwell_ok) {
+        reason = "measured " + ms(b.value) + " vs " + ms(i.value) + " (margin " + fmt_double(std::round(margin * 1000) / 10) +
+                 "%: " + fmt_double(config_.switch_margin * 100) + "% + 1.5 standard errors at noise " + fmt_double(std::round(noise_ * 1000) / 10) + "%)";
+        incumbent_by_model_ = false;
+      }
+    } else if (b.value * (1 + config_.model_error) < i.value) {
+      reason = "estimate " + ms(b.value) + " (too few fresh measurements: the model moves older ones to this delay) vs " +
+               ms(i.value) + ", a gain beyond the model error " + fmt_double(config_.model_error * 100) + "%";
+      incumbent_by_model_ = true;
+    }
+    if (!reason.empty()) {
+      if (!std::isfinite(i.value)) incumbent_by_model_ = !b.measured;
+      previous_incumbent_ = incumbent_;
+      incumbent_ = best;
+      last_change_window_ = window;
+    }
+  }
+  plan_exploration(best);
+  decided_ += P;
+  update_next();
+
+  const bool changed = !(incumbent_choice_ == old_choice);
+  if (changed) {
+    if (reason.empty()) reason = "the straggler moved from rank " + std::to_string(old_target) + " to rank " + std::to_string(target_);
+    std::string e = "after call " + std::to_string(decided_ - 1) + ": " + to_string(old_choice) + " -> " +
+                    to_string(incumbent_choice_) + ": " + reason + "; calls " + std::to_string(first) + ".." +
+                    std::to_string(decided_ - 1) + ": ";
+    if (late_ >= 0)
+      e += "rank " + std::to_string(late_) + " arrived last in " + std::to_string(count[static_cast<std::size_t>(late_)]) +
+           " of " + std::to_string(P) + " calls";
+    else
+      e += "no rank arrived last in most calls (" + std::to_string(significant) + " of " + std::to_string(P) + " had a late rank)";
+    e += ", median delay " + ms(delay_s_) + "; estimated exposed time now:";
+    for (std::size_t k = 0; k < cands_.size(); ++k) {
+      const Estimate& x = est_[k];
+      e += std::string(k ? "," : "") + " " + stragglar::to_string(cands_[k].algorithm) + " " +
+           (std::isfinite(x.value) ? ms(x.value) : std::string("unknown")) + " (" +
+           (cands_[k].samples.empty() ? std::string("model")
+                                      : std::to_string(x.fresh) + " fresh of " + std::to_string(cands_[k].samples.size()) +
+                                            " measurements") +
+           ")";
+    }
+    evidence_ = e;
+  }
+  return changed;
+}
+
+}  // namespace stragglar::detail

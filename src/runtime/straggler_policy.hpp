@@ -1,0 +1,184 @@
+// The straggler policy behind algorithm = auto (issue #12; DESIGN.md "straggler policy (auto)";
+// docs/auto.md). Pure logic: no engine, no clock, no threads. The runtime core measures, runs the
+// exchange collective and calls this class; every rank holds one instance per configuration
+// (count, dtype, op) and, because every decision is computed from exchanged (hence identical)
+// numbers and call counters only, every rank runs the same choice at every call.
+//
+// Per call, on every rank, in the same order:
+//   Choice c = policy.begin_call();          // what this call runs (identical on every rank)
+//   ... run c ...
+//   policy.record(seconds_in_call);          // this rank's entry-to-exit time of that call
+//   if (policy.exchange_due()) {             // after every P-th recorded call
+//     policy.fill_exchange(values, rank);    // nranks × slots_per_rank() int64, rank-major
+//     engine.agree_max(values);              // element-wise max over ranks = an allgather
+//     if (policy.decide(values)) log(policy.last_switch_evidence());
+//   }
+// On GPUs record() may lag begin_call() (times come from CUDA events read later) and decide()
+// may lag fill_exchange() (the exchange result is read later), as long as every rank makes the
+// same calls at the same call index: record() measures the oldest begun call not yet recorded,
+// decide() consumes the oldest filled exchange.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stragglar/algorithm.hpp"
+
+namespace stragglar::detail {
+
+// What one call runs.
+struct Choice {
+  Algorithm algorithm = Algorithm::ring;  // a candidate of the policy
+  int straggler = -1;  // algorithms that single out a straggler (stragglar): the rank treated as late
+  bool operator==(const Choice&) const = default;
+};
+// "stragglar(straggler 7)", "rhd", "native".
+std::string to_string(const Choice& c);
+
+struct PolicyConfig {
+  int nranks = 0;
+  std::size_t bytes = 0;  // of the calls this policy serves (for the predictor; may be 0)
+  // What auto may run. Algorithms that use a straggler (stragglar, broadcast) run with the
+  // detected late rank. The core drops native when its engine has none.
+  std::vector<Algorithm> candidates = {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd,
+                                       Algorithm::native};
+  int period = 5;                 // P: calls between exchanges (decisions)
+  // Estimates are lower quartiles of a candidate's recent measurements (shared hosts mostly add
+  // slow outliers). Hysteresis: a measured challenger replaces a measured incumbent only when
+  // its estimate is lower by switch_margin plus 1.5 standard errors of the difference (from the
+  // measured noise σ; noise_prior until measured) ...
+  double switch_margin = 0.03;
+  double noise_prior = 0.05;
+  // ... and never switches straight back to the choice it replaced within min_dwell_windows
+  // decisions.
+  int min_dwell_windows = 4;
+  // How far the model may be off (measured / predicted on this project's hosts: 0.77–1.24).
+  // Candidates whose estimate is within this fraction (+ 2σ) of the best are kept measured
+  // (exploration); an estimate without enough fresh measurements behind it must beat the
+  // incumbent by this fraction to be chosen without measuring it first.
+  double model_error = 0.25;
+  int min_samples = 2;            // fresh measurements that make an estimate "measured"
+  int history = 12;               // measurements kept per candidate
+  int refresh_windows = 4;        // every this many decisions, one call of the stalest near candidate
+  int stale_windows = 20;         // a measurement older than this many decisions is not fresh
+  // A measurement taken at another delay is fresh when the model moves it by at most this.
+  double fresh_tolerance = 0.10;
+  // A call has a late rank when the last arrival trails the second-last by at least
+  // max(min_delay_s, min_delay_fraction × the call's exposed time).
+  double min_delay_fraction = 0.02;
+  double min_delay_s = 5e-6;
+};
+
+// Model prediction supplied by the core: the α-β-γ simulator on the choice's schedule with the
+// calibrated cost model, the straggler arriving delay_s after the others; exposed seconds.
+// NaN (or anything not finite and positive) when there is no prediction (native). Must return the
+// same value on every rank for the same arguments (same schedule, same cost model).
+using Predictor = std::function<double(const Choice&, double delay_s)>;
+
+class StragglerPolicy {
+ public:
+  // Throws Error(InvalidUsage) naming a bad config value or a null predictor.
+  StragglerPolicy(PolicyConfig config, Predictor predictor);
+
+  const PolicyConfig& config() const noexcept { return config_; }
+
+  // What the next begin_call() returns. Depends only on exchanged data and call counters.
+  const Choice& current() const noexcept { return next_; }
+  // Starts a call: returns current() and advances the call counter.
+  Choice begin_call();
+  // This rank's time inside the oldest begun, unrecorded call: from its entry to its exit of
+  // the data phase (not the exchange, not plan building). Throws Error(InvalidUsage) for a
+  // negative or non-finite time or when no call is waiting for its time.
+  void record(double seconds_in_call);
+
+  // P recorded calls wait to be exchanged.
+  bool exchange_due() const noexcept;
+  // int64 slots each rank contributes: P in-call times (ns) and a digest of the window.
+  int slots_per_rank() const noexcept { return config_.period + 1; }
+  int exchange_size() const noexcept { return config_.nranks * slots_per_rank(); }
+  // Writes the whole exchange array (exchange_size() values, rank-major): this rank's slots, -1
+  // in every other slot, so an element-wise max over ranks gives every rank every rank's values.
+  // Closes the window; throws Error(InvalidUsage) when !exchange_due() or for a bad size/rank.
+  void fill_exchange(std::span<std::int64_t> all, int rank);
+  // Every rank's slots (the max over ranks of fill_exchange's arrays), identical on every rank,
+  // for the oldest filled window. Updates the late rank, delay, scores, estimates, the choice and
+  // the exploration plan. Returns true when the decided choice (incumbent()) changed. Throws
+  // Error(Mismatch) when ranks' windows differ (they called begin_call/record/fill at different
+  // calls or ran different choices), Error(InvalidUsage) for a bad size, no filled window, or a
+  // missing (negative) contribution.
+  bool decide(std::span<const std::int64_t> all);
+
+  // Visibility.
+  const Choice& incumbent() const noexcept { return incumbent_choice_; }  // decided; current() may explore
+  int late_rank() const noexcept { return late_; }      // rank late in most calls of the last window, or -1
+  double delay_s() const noexcept { return delay_s_; }  // median delay of the last arrival, last window
+  double noise() const noexcept { return noise_; }      // relative spread of measured calls
+  // Per rank, mean over the last window of the fraction of the call (as seen by the first rank
+  // to arrive) that passed before this rank arrived: in [0, 1]; 0 before the first decision.
+  const std::vector<double>& scores() const noexcept { return scores_; }
+  // Why incumbent() last changed (empty before the first change), for STRAGGLAR_DEBUG=INFO.
+  const std::string& last_switch_evidence() const noexcept { return evidence_; }
+  std::int64_t calls_begun() const noexcept { return begun_; }
+  std::int64_t decisions() const noexcept { return decided_ / config_.period; }
+
+ private:
+  struct Sample {
+    double exposed_s;    // measured: the shortest in-call time of the call
+    double predicted_s;  // the model at the overlap this choice could use in that call; NaN: none
+    std::int64_t window; // decision index it came in
+  };
+  struct Candidate {
+    Algorithm algorithm;
+    bool uses_straggler;
+    std::vector<Sample> samples;  // oldest first, at most config.history
+    std::int64_t burst_start = -1000000;  // decision that opened its current exploration budget
+    int burst_calls = 0;                  // exploration calls planned since then
+  };
+  struct Ran {  // one begun call
+    int candidate;
+    int straggler;
+    std::int64_t ns;  // -1 until recorded
+  };
+  struct Estimate {
+    double value = 0;      // seconds; NaN: unknown
+    bool measured = false; // backed by >= min_samples fresh measurements
+    int fresh = 0;
+    double predicted = 0;  // model at the current delay; NaN: none
+    std::vector<double> fresh_values;  // transferred fresh values, newest first
+  };
+
+  Choice choice_of(int candidate) const;
+  Ran& slot(std::int64_t call) { return ring_[static_cast<std::size_t>(call) & (ring_.size() - 1)]; }
+  const Ran& slot(std::int64_t call) const { return ring_[static_cast<std::size_t>(call) & (ring_.size() - 1)]; }
+  std::uint64_t window_digest(std::int64_t first_call) const;
+  double predict(const Choice& c, double delay_s) const;
+  void estimate_all(double delay_all_s, double delay_target_s);
+  void plan_exploration(int best);
+  void update_next();
+
+  PolicyConfig config_;
+  Predictor predict_;
+  std::vector<Candidate> cands_;
+  std::vector<Ran> ring_;  // begun calls not yet decided, indexed by call number mod size (power of 2)
+  std::int64_t begun_ = 0, recorded_ = 0, filled_ = 0, decided_ = 0;  // call counters
+  std::vector<int> plan_;  // candidates of the next calls (exploration), then the incumbent
+  std::size_t plan_pos_ = 0;
+  int incumbent_ = 0;
+  int target_ = 0;  // the straggler given to candidates that use one
+  int late_ = -1;
+  double delay_s_ = 0;
+  double noise_ = 0;  // relative spread of measured calls (σ), smoothed over decisions
+  std::int64_t last_change_window_ = -1;  // decision index of the last incumbent change
+  int previous_incumbent_ = -1;           // the incumbent before it
+  bool incumbent_by_model_ = true;        // chosen without measurements backing it
+  std::int64_t last_refresh_window_ = 0;
+  Choice next_, incumbent_choice_;
+  std::vector<double> scores_;
+  std::vector<Estimate> est_;
+  std::string evidence_;
+};
+
+}  // namespace stragglar::detail
