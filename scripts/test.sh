@@ -3,10 +3,13 @@
 #   1. Release build with -Werror (CUDA/NCCL code too when nvcc + NCCL are found: it must
 #      compile and link even where no GPU can run it), then all CTest tests (unit, MPI; GPU
 #      tests skip without a GPU).
-#   2. ASan + UBSan build of the CPU-side core (library, CLI, unit tests), tests run under the sanitizers.
+#   2. ASan + UBSan build of everything CPU-side (core, runtime core, MPI front-end, CLI), and
+#      its tests under the sanitizers: unit, runtime (threads) and MPI tests, so a use after
+#      free in the runtime fails CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+bash scripts/install-python-deps.sh
 jobs=$(nproc)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
@@ -15,6 +18,6 @@ cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j1
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRAGGLAR_SANITIZE=ON -DSTRAGGLAR_WERROR=ON \
-      -DSTRAGGLAR_MPI=OFF -DSTRAGGLAR_CUDA=OFF -DSTRAGGLAR_BENCH=OFF
+      -DSTRAGGLAR_CUDA=OFF -DSTRAGGLAR_BENCH=OFF
 cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j1

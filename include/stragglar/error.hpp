@@ -28,9 +28,14 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
-// Throws Error(InvalidUsage, message) when cond is false.
+// Throws Error(code, message) when cond is false. A message built with `+` is built even when
+// the check passes: on hot paths write `if (!cond) throw Error(...)` instead.
 inline void require(bool cond, const std::string& message,
                     ErrorCode code = ErrorCode::InvalidUsage) {
+  if (!cond) throw Error(code, message);
+}
+// A literal message: no string is built unless the check fails.
+inline void require(bool cond, const char* message, ErrorCode code = ErrorCode::InvalidUsage) {
   if (!cond) throw Error(code, message);
 }
 

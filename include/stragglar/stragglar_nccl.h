@@ -14,10 +14,14 @@
  * ncclAvg. algorithm = stragglar_algo_native calls ncclAllReduce.
  *
  * The first call of a configuration (count, type, op, algorithm, straggler, pipeline) on a
- * communicator checks that every rank passed the same one (a small ncclAllReduce + a stream
- * synchronisation, once) and returns stragglar_mismatch on every rank if not. Per-communicator
- * state (plans, scratch) is cached; call stragglarNcclCommRelease before ncclCommDestroy.
- * Blocking communicators; the communicator must not be used concurrently from two threads. */
+ * communicator checks that every rank passed the same one (a small ncclAllReduce on `stream`,
+ * polled with the STRAGGLAR_TIMEOUT_S timeout, once) and returns stragglar_mismatch on every
+ * rank if not; a rank whose arguments are invalid gets stragglar_invalid_usage and the others
+ * stragglar_remote_error. An asynchronous NCCL error, a timeout or a CUDA/NCCL failure breaks
+ * the communicator for stragglar: every later call returns that error at once (then release it
+ * and ncclCommAbort it). Per-communicator state (plans, scratch) is cached; call
+ * stragglarNcclCommRelease before ncclCommDestroy. Blocking and non-blocking communicators;
+ * a communicator must not be used concurrently from two threads. */
 #ifndef STRAGGLAR_NCCL_H_
 #define STRAGGLAR_NCCL_H_
 

@@ -4,7 +4,7 @@
 
 #include "cuda_check.hpp"
 #include "kernels.hpp"
-#include "stragglar/nccl.hpp"
+#include "cuda_device.hpp"
 
 namespace stragglar {
 

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <string>
 
 #include "cuda_check.hpp"
@@ -40,25 +42,61 @@ struct Elem<__nv_bfloat16> {
 };
 
 // ---- operators (avg reduces as sum) ----------------------------------------------------------
+// The CPU device's rule (src/runtime/cpu_device.cpp), so every rank and engine ends with the
+// same bits: a NaN result is the canonical quiet NaN; min/max are IEEE 754-2019
+// minimum/maximum (NaN propagates, -0 < +0). Half/bf16 are combined in float (Acc) and the
+// canonical float NaN rounds to the canonical half/bf16 NaN.
+template <typename A>
+__device__ __forceinline__ A canonical_nan(A r) {
+  if constexpr (std::is_floating_point_v<A>) return r == r ? r : std::numeric_limits<A>::quiet_NaN();
+  return r;
+}
+// Equal operands that are not identical are +0 and -0: their bits' AND is +0 (max), OR is -0 (min).
+__device__ __forceinline__ float signed_zero_merge(float a, float b, bool take_or) {
+  const unsigned x = __float_as_uint(a), y = __float_as_uint(b);
+  return __uint_as_float(take_or ? (x | y) : (x & y));
+}
+__device__ __forceinline__ double signed_zero_merge(double a, double b, bool take_or) {
+  const long long x = __double_as_longlong(a), y = __double_as_longlong(b);
+  return __longlong_as_double(take_or ? (x | y) : (x & y));
+}
 struct OpSum {
-  template <typename A> __device__ A operator()(A a, A b) const { return a + b; }
+  template <typename A> __device__ A operator()(A a, A b) const {
+    if constexpr (std::is_integral_v<A>) {
+      using U = std::make_unsigned_t<A>;  // wrap-around like NCCL, without signed-overflow UB
+      return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+    } else {
+      return canonical_nan(a + b);
+    }
+  }
 };
 struct OpProd {
   template <typename A> __device__ A operator()(A a, A b) const {
     if constexpr (std::is_integral_v<A>) {
-      // Wrap-around like NCCL, without signed-overflow UB.
       using U = std::make_unsigned_t<A>;
       return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
     } else {
-      return a * b;
+      return canonical_nan(a * b);
     }
   }
 };
 struct OpMin {
-  template <typename A> __device__ A operator()(A a, A b) const { return b < a ? b : a; }
+  template <typename A> __device__ A operator()(A a, A b) const {
+    if constexpr (std::is_floating_point_v<A>) {
+      if (a != a || b != b) return std::numeric_limits<A>::quiet_NaN();
+      return a == b ? signed_zero_merge(a, b, true) : (b < a ? b : a);
+    }
+    return b < a ? b : a;
+  }
 };
 struct OpMax {
-  template <typename A> __device__ A operator()(A a, A b) const { return a < b ? b : a; }
+  template <typename A> __device__ A operator()(A a, A b) const {
+    if constexpr (std::is_floating_point_v<A>) {
+      if (a != a || b != b) return std::numeric_limits<A>::quiet_NaN();
+      return a == b ? signed_zero_merge(a, b, false) : (a < b ? b : a);
+    }
+    return a < b ? b : a;
+  }
 };
 
 template <typename T, typename Op>

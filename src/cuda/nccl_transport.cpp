@@ -1,35 +1,44 @@
 // NcclTransport: one round = one NCCL group of point-to-point calls on the caller's stream.
+#include "nccl_transport.hpp"
+
+#include <sched.h>
+
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "cuda_check.hpp"
-#include "stragglar/nccl.hpp"
 
 namespace stragglar {
-namespace {
 
-// ncclGroupEnd on a non-blocking communicator may answer ncclInProgress; wait for the
-// enqueue (not for the transfers) to finish, as NCCL's docs prescribe.
-void group_end(ncclComm_t comm) {
-  ncclResult_t r = ncclGroupEnd();
-  while (r == ncclInProgress) {
-    const ncclResult_t q = ncclCommGetAsyncError(comm, &r);
-    if (q != ncclSuccess) cuda::throw_nccl(q, "ncclCommGetAsyncError");
+namespace cuda {
+void settle_nccl(ncclComm_t comm, ncclResult_t r, const char* call, double timeout_s) {
+  const auto start = std::chrono::steady_clock::now();
+  while (r == ncclInProgress) {  // a non-blocking communicator still enqueueing
+    if (const ncclResult_t q = ncclCommGetAsyncError(comm, &r); q != ncclSuccess) throw_nccl(q, "ncclCommGetAsyncError");
+    if (r != ncclInProgress) break;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
+      throw Error(ErrorCode::Timeout, std::string(call) + " still in progress after " + std::to_string(timeout_s) +
+                                          " s (STRAGGLAR_TIMEOUT_S) on a non-blocking communicator");
+    sched_yield();
   }
-  if (r != ncclSuccess) cuda::throw_nccl(r, "ncclGroupEnd");
+  if (r == ncclRemoteError)
+    throw Error(ErrorCode::RemoteError, std::string(call) + " failed: a remote rank failed (ncclRemoteError: " +
+                                            ncclGetErrorString(r) + ")");
+  if (r != ncclSuccess) throw_nccl(r, call);
 }
+}  // namespace cuda
 
-}  // namespace
-
-NcclTransport::NcclTransport(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {
+NcclTransport::NcclTransport(ncclComm_t comm, cudaStream_t stream, double timeout_s)
+    : comm_(comm), stream_(stream), timeout_s_(timeout_s) {
   require(comm != nullptr, "NcclTransport: null ncclComm_t");
   STRAGGLAR_NCCL_CHECK(ncclCommUserRank(comm, &rank_));
   STRAGGLAR_NCCL_CHECK(ncclCommCount(comm, &nranks_));
 }
 
 void NcclTransport::exchange(std::span<const Message> sends, std::span<const Message> recvs) {
-  // Receives first, then sends; NCCL matches them pairwise inside the group, so the order
-  // inside a group does not matter for correctness — only that both peers post the pair in
-  // the same group (they do: a round's transfer is one group on both ends).
+  // Both peers of a transfer post it in the same round, i.e. the same group, so NCCL pairs them;
+  // the order inside a group does not matter.
   STRAGGLAR_NCCL_CHECK(ncclGroupStart());
   try {
     for (const Message& m : recvs) {
@@ -44,7 +53,7 @@ void NcclTransport::exchange(std::span<const Message> sends, std::span<const Mes
     (void)ncclGroupEnd();  // leave NCCL's group depth balanced; the first error is the one reported
     throw;
   }
-  group_end(comm_);
+  cuda::settle_nccl(comm_, ncclGroupEnd(), "ncclGroupEnd", timeout_s_);
 }
 
 }  // namespace stragglar

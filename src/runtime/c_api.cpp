@@ -2,7 +2,7 @@
 // stragglar_last_error(), option defaults and result strings (DESIGN.md "Errors").
 #include <string>
 
-#include "stragglar/runtime/last_error.hpp"
+#include "runtime/last_error.hpp"
 #include "stragglar/stragglar.h"
 
 namespace {
@@ -12,6 +12,17 @@ thread_local std::string t_last_error;
 }  // namespace
 
 void stragglar::detail::set_last_error(const std::string& message) { t_last_error = message; }
+
+stragglar::Options stragglar::detail::options_from_c(const stragglar_options* opts) noexcept {
+  stragglar_options c;
+  stragglar_options_init(&c);
+  if (opts != nullptr) c = *opts;
+  Options o;
+  o.algorithm = static_cast<Algorithm>(c.algorithm);
+  o.straggler = c.straggler;
+  o.pipeline = c.pipeline;
+  return o;
+}
 
 extern "C" {
 

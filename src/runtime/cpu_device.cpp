@@ -1,15 +1,18 @@
 // CpuDevice: host memory and reduction loops (compiled with -O3; simple __restrict loops
 // so GCC/Clang vectorise them).
-#include "stragglar/runtime/cpu_device.hpp"
+#include "runtime/cpu_device.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
+#include <type_traits>
 #include <cstring>
 #include <new>
 #include <string>
 
 #include "stragglar/error.hpp"
-#include "stragglar/runtime/float16.hpp"
+#include "runtime/float16.hpp"
 
 namespace stragglar {
 namespace {
@@ -31,10 +34,22 @@ struct Arith<std::int64_t> {
   using Wide = std::uint64_t;
 };
 
+// One rule for every dtype, algorithm and engine (docs/runtime.md "NaN and signed zero"), so
+// that every rank ends with identical bits whatever order it combined operands in: a NaN
+// result is always the canonical quiet NaN (positive, zero payload), and min/max are IEEE
+// 754-2019 minimum/maximum (NaN propagates; -0 < +0). The kernels in src/cuda/kernels.cu
+// implement the same rule. Integers: sum/prod wrap around (two's complement).
+template <typename T>
+T canonical_nan(T r) {
+  if constexpr (std::is_floating_point_v<T>) return r == r ? r : std::numeric_limits<T>::quiet_NaN();
+  return r;
+}
+
 template <typename T>
 struct Sum {
   static T apply(T a, T b) {
     using W = typename Arith<T>::Wide;
+    if constexpr (std::is_floating_point_v<T>) return canonical_nan<T>(a + b);
     return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
   }
 };
@@ -42,16 +57,37 @@ template <typename T>
 struct Prod {
   static T apply(T a, T b) {
     using W = typename Arith<T>::Wide;
+    if constexpr (std::is_floating_point_v<T>) return canonical_nan<T>(a * b);
     return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
   }
 };
+// Equal operands that are not identical are +0 and -0: their bits' AND is +0 (max), OR is
+// -0 (min); for identical operands both give the operand back.
+template <typename T>
+T signed_zero_merge(T a, T b, bool take_or) {
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  const U x = std::bit_cast<U>(a), y = std::bit_cast<U>(b);
+  return std::bit_cast<T>(take_or ? (x | y) : (x & y));
+}
 template <typename T>
 struct Min {
-  static T apply(T a, T b) { return b < a ? b : a; }
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+      return a == b ? signed_zero_merge(a, b, true) : (b < a ? b : a);
+    }
+    return b < a ? b : a;
+  }
 };
 template <typename T>
 struct Max {
-  static T apply(T a, T b) { return a < b ? b : a; }
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+      return a == b ? signed_zero_merge(a, b, false) : (a < b ? b : a);
+    }
+    return a < b ? b : a;
+  }
 };
 
 template <typename T, template <typename> class Op>
@@ -139,8 +175,8 @@ void cpu_reduce(void* dst, const void* src, std::size_t count, DataType t, Reduc
 }
 
 void cpu_finish_average(void* buf, std::size_t count, DataType t, int nranks) {
-  require(nranks >= 1, "finish_average: nranks = " + std::to_string(nranks) +
-                           ", expected at least 1");
+  if (nranks < 1)  // no string unless it fails: this runs on every avg call
+    throw Error(ErrorCode::InvalidUsage, "finish_average: nranks = " + std::to_string(nranks) + ", expected at least 1");
   if (count == 0) return;
   switch (t) {
     case DataType::float32: divide<float>(buf, count, nranks); return;

@@ -1,14 +1,18 @@
 // STRAGGLAR_* environment variables, read once (see env.hpp for the list).
-#include "stragglar/runtime/env.hpp"
+#include "runtime/env.hpp"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include <unistd.h>
+
+#include "stragglar/config.hpp"
+
 #include "stragglar/error.hpp"
 
-namespace stragglar {
+namespace stragglar::detail {
 namespace {
 
 const char* get(const char* name) {
@@ -65,6 +69,10 @@ Env read_env() {
     e.cost.beta_s_per_byte = 1.0 / (positive_number("STRAGGLAR_BANDWIDTH_GBPS", v) * 1e9);
     e.cost_from_env = true;
   }
+  if (const char* v = get("STRAGGLAR_REDUCE_BANDWIDTH_GBPS")) {
+    e.cost.gamma_s_per_byte = 1.0 / (positive_number("STRAGGLAR_REDUCE_BANDWIDTH_GBPS", v) * 1e9);
+    e.cost_from_env = true;
+  }
   return e;
 }
 
@@ -77,12 +85,21 @@ std::string Env::to_string() const {
          " STRAGGLAR_MAX_MESSAGE_BYTES=" + std::to_string(max_message_bytes) +
          " STRAGGLAR_ALPHA_US=" + fmt(cost.alpha_s * 1e6) +
          " STRAGGLAR_BANDWIDTH_GBPS=" + fmt(1.0 / cost.beta_s_per_byte / 1e9) +
+         " STRAGGLAR_REDUCE_BANDWIDTH_GBPS=" +
+         (cost.gamma_s_per_byte > 0 ? fmt(1.0 / cost.gamma_s_per_byte / 1e9) : std::string("unset")) +
          (cost_from_env ? "" : " (cost model: defaults)");
 }
 
 const Env& env() {
-  static const Env e = read_env();
+  static const Env e = [] {
+    Env read = read_env();
+    // Once per process (NCCL_DEBUG=INFO style), whichever communicator reads it first.
+    if (read.debug_info)
+      std::fprintf(stderr, "stragglar INFO [pid %ld]: version %s, config: %s\n", static_cast<long>(getpid()),
+                   STRAGGLAR_VERSION, read.to_string().c_str());
+    return read;
+  }();
   return e;
 }
 
-}  // namespace stragglar
+}  // namespace stragglar::detail

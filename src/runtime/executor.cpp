@@ -10,7 +10,7 @@
 // into scratch in the same round is what makes "all transfers of a round read the state from
 // before the round" hold. Chunk c covers chunk_range(count, nchunks, c): any count works
 // without padding; empty chunks (count < nchunks) move no message at all, on both sides.
-#include "stragglar/executor.hpp"
+#include "runtime/executor.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -52,10 +52,9 @@ std::size_t Executor::scratch_bytes(const Plan& plan, std::size_t count, DataTyp
 void Executor::run(const Plan& plan, void* buf, std::size_t count, DataType t, ReduceOp op,
                    void* scratch, std::size_t scratch_size, PhaseSelection phases) {
   if (count == 0) return;
-  require(scratch_size >= scratch_bytes(plan, count, t),
-          "Executor::run: scratch of " + std::to_string(scratch_size) + " bytes, expected at least " +
-              std::to_string(scratch_bytes(plan, count, t)),
-          ErrorCode::Internal);
+  if (const std::size_t need = scratch_bytes(plan, count, t); scratch_size < need)  // no string unless it fails
+    throw Error(ErrorCode::Internal, "Executor::run: scratch of " + std::to_string(scratch_size) +
+                                         " bytes, expected at least " + std::to_string(need));
   const std::size_t es = size_of(t);
   auto* const base = static_cast<std::byte*>(buf);
   auto* const scratch_base = static_cast<std::byte*>(scratch);

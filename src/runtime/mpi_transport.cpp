@@ -1,5 +1,5 @@
 // MpiTransport: MPI_Irecv/MPI_Isend per message, polled wait with a timeout.
-#include "stragglar/runtime/mpi_transport.hpp"
+#include "runtime/mpi_transport.hpp"
 
 #include <sched.h>
 
@@ -57,7 +57,7 @@ void check_mpi(int rc, const char* what) {
     throw Error(ErrorCode::SystemError, std::string(what) + " failed: " + mpi_error_string(rc));
 }
 
-void wait_with_timeout(MPI_Request& request, double timeout_s, const std::string& what) {
+void wait_with_timeout(MPI_Request& request, double timeout_s, const char* what) {
   const double start = MPI_Wtime();
   Backoff backoff;
   for (;;) {
@@ -66,9 +66,10 @@ void wait_with_timeout(MPI_Request& request, double timeout_s, const std::string
     if (done) return;
     if (MPI_Wtime() - start > timeout_s) {
       // The request cannot be completed any more; leave it (the communicator is now unusable).
-      throw Error(ErrorCode::Timeout, what + " did not complete within " +
+      throw Error(ErrorCode::Timeout, std::string(what) + " did not complete within " +
                                           seconds(timeout_s) +
-                                          " s (STRAGGLAR_TIMEOUT_S): a peer died or stopped");
+                                          " s (STRAGGLAR_TIMEOUT_S): a peer is later than the timeout, "
+                                          "stopped, died, or called with different arguments");
     }
     backoff.pause();
   }
@@ -119,26 +120,32 @@ void MpiTransport::exchange(std::span<const Message> sends, std::span<const Mess
     if (MPI_Wtime() - start > timeout_s_) break;
     backoff.pause();
   }
-  // Timeout: name what is still outstanding. Completed requests were set to MPI_REQUEST_NULL.
+  // Timeout: name what is still outstanding, then make sure nothing we posted writes into
+  // memory after we return: a receive is cancelled and completed (a cancelled receive
+  // completes at once unless its message is already arriving, which we give a moment).
+  // A send is cancelled where MPI can; otherwise it stays with MPI and may still read the
+  // buffer if its peer comes back (reading, never writing, the caller's memory).
   std::string waiting;
   for (std::size_t i = 0; i < requests_.size(); ++i) {
     if (requests_[i] == MPI_REQUEST_NULL) continue;
     int done = 0;
     MPI_Request_get_status(requests_[i], &done, MPI_STATUS_IGNORE);
-    if (done) continue;
-    if (!waiting.empty()) waiting += ", ";
-    waiting += (pending_[i].is_send ? "send to rank " : "receive from rank ") +
-               std::to_string(pending_[i].peer);
-    if (!pending_[i].is_send) {
-      // A posted receive would write into our buffers if the peer ever resumed.
-      MPI_Cancel(&requests_[i]);
+    if (!done) {
+      if (!waiting.empty()) waiting += ", ";
+      waiting += (pending_[i].is_send ? "send to rank " : "receive from rank ") + std::to_string(pending_[i].peer);
+    }
+    MPI_Cancel(&requests_[i]);
+    const double cancelled_at = MPI_Wtime();
+    for (done = 0; !done && MPI_Wtime() - cancelled_at < 0.5;) MPI_Test(&requests_[i], &done, MPI_STATUS_IGNORE);
+    if (!done) {
+      abandoned_receives_ = abandoned_receives_ || !pending_[i].is_send;
       MPI_Request_free(&requests_[i]);
     }
   }
-  throw Error(ErrorCode::Timeout, "rank " + std::to_string(rank_) + " waited " +
-                                      seconds(timeout_s_) +
+  throw Error(ErrorCode::Timeout, "rank " + std::to_string(rank_) + " waited " + seconds(timeout_s_) +
                                       " s (STRAGGLAR_TIMEOUT_S) for: " + waiting +
-                                      " — that peer died or stopped");
+                                      " — that peer is later than the timeout, stopped, died, or called "
+                                      "with different arguments");
 }
 
 }  // namespace stragglar

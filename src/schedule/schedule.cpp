@@ -24,9 +24,11 @@ int Schedule::waiting_rounds() const {
 }
 
 ElementRange chunk_range(std::size_t count, int nchunks, int chunk) {
-  require(nchunks > 0, "chunk_range: nchunks = " + std::to_string(nchunks) + ", expected > 0");
-  require(chunk >= 0 && chunk < nchunks, "chunk_range: chunk " + std::to_string(chunk) +
-                                             " out of range [0, " + std::to_string(nchunks) + ")");
+  // On the executor's hot path: the messages are built only when a check fails.
+  if (nchunks <= 0) throw Error(ErrorCode::InvalidUsage, "chunk_range: nchunks = " + std::to_string(nchunks) + ", expected > 0");
+  if (chunk < 0 || chunk >= nchunks)
+    throw Error(ErrorCode::InvalidUsage, "chunk_range: chunk " + std::to_string(chunk) + " out of range [0, " +
+                                             std::to_string(nchunks) + ")");
   const std::size_t n = static_cast<std::size_t>(nchunks);
   const std::size_t c = static_cast<std::size_t>(chunk);
   const std::size_t base = count / n;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "stragglar/nccl.hpp"
-#include "stragglar/runtime/element.hpp"
+#include "cuda_device.hpp"
+#include "runtime/element.hpp"
 
 using namespace stragglar;
 

@@ -31,7 +31,7 @@
 
 #include "kernels.hpp"
 #include "stragglar/nccl.hpp"
-#include "stragglar/runtime/element.hpp"
+#include "runtime/element.hpp"
 #include "stragglar/stragglar_nccl.h"
 
 using namespace stragglar;

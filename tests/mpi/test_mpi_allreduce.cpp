@@ -7,6 +7,9 @@
 //   test_mpi_allreduce stop V DIR    rank V SIGSTOPs itself; every other rank must report
 //                                    Timeout (written to DIR/rank<r>.txt), then V is killed
 //   test_mpi_allreduce kill V        rank V SIGKILLs itself; the run must end (driver script)
+//   test_mpi_allreduce late [S]      rank n-1 comes S s late (beyond STRAGGLAR_TIMEOUT_S) to a first
+//                                    call: Timeout everywhere, no stray writes, clean finalize
+//   test_mpi_allreduce tiny_timeout  (with STRAGGLAR_TIMEOUT_S=1e-9) success or Timeout, no crash
 //
 // Results are compared with a float64 reference computed from the very inputs (rounded to the
 // dtype), within a bound on the dtype's rounding error; every rank must hold identical bits.
@@ -25,7 +28,7 @@
 #include <vector>
 
 #include "stragglar/allreduce.hpp"
-#include "stragglar/runtime/element.hpp"
+#include "runtime/element.hpp"
 #include "stragglar/stragglar_mpi.h"
 
 using namespace stragglar;
@@ -140,8 +143,7 @@ void run_case(const Case& c) {
     if (c.c_api) {
       stragglar_options o;
       stragglar_options_init(&o);
-      const Options cpp = options_for(c.algo);
-      o.algorithm = cpp.native ? stragglar_algo_native : static_cast<stragglar_algorithm>(cpp.algorithm);
+      o.algorithm = static_cast<stragglar_algorithm>(options_for(c.algo).algorithm);  // the C enum = the table's ids
       o.straggler = c.straggler;
       const stragglar_result r = stragglar_mpi_allreduce(
           c.in_place ? MPI_IN_PLACE : sbuf, recv.data(), c.count, static_cast<stragglar_dtype>(c.dtype),
@@ -211,7 +213,7 @@ void run_case(const Case& c) {
 // quick (sanitizer builds): one straggler per case (alternating), about half the calls.
 int correctness(bool large_only, bool quick) {
   std::uint64_t seed = 1;
-  std::vector<std::size_t> counts = {0, 1, static_cast<std::size_t>(g_n - 2), 1009};
+  std::vector<std::size_t> counts = {0, 1, static_cast<std::size_t>(g_n >= 2 ? g_n - 2 : 2), 1009};
   if (!large_only) {
     int cases = 0;
     for (const std::string& algo : kAlgos)
@@ -329,11 +331,11 @@ int errors() {
     ++g_checked;
     if (r != stragglar_invalid_usage || std::strstr(stragglar_last_error(), "7") == nullptr)
       fail(std::string("C API bad dtype: got ") + stragglar_result_string(r) + ": " + stragglar_last_error());
-    o.algorithm = static_cast<stragglar_algorithm>(6);
+    o.algorithm = static_cast<stragglar_algorithm>(6);  // a hole in the table's C enum
     const stragglar_result r2 = stragglar_mpi_allreduce(buf.data(), out.data(), 10, stragglar_float32,
                                                         stragglar_sum, MPI_COMM_WORLD, &o);
     ++g_checked;
-    if (r2 != stragglar_invalid_usage || std::strstr(stragglar_last_error(), "6") == nullptr)
+    if (r2 != stragglar_invalid_usage || std::strstr(stragglar_last_error(), "algorithm 6 is not valid") == nullptr)
       fail(std::string("C API bad algorithm: got ") + stragglar_result_string(r2) + ": " + stragglar_last_error());
     if (out != out_before) fail("C API bad arguments: recvbuf modified");
   }
@@ -383,6 +385,85 @@ int stop_peer(int victim, const std::string& dir, bool kill) {
   std::_Exit(outcome.rfind("Timeout", 0) == 0 ? 0 : 1);
 }
 
+// A rank later than STRAGGLAR_TIMEOUT_S (issue #14): on the first call on a communicator (the
+// communicator's idup times out) and on a new configuration of a working one (the argument
+// check times out). Every rank must get Timeout, later calls on a broken communicator must fail
+// at once, and nothing may write into memory after a call returned (run under ASan in CI; the
+// buffers and stack frames of the timed-out calls are gone when the late rank's operations
+// complete). Freeing the communicators and MPI_Finalize must not crash.
+int late_rank(double late_s) {
+  const int late = g_n - 1;
+  auto outcome = [&](const char* what, auto&& call) {
+    std::string got;
+    try {
+      call();
+      got = "NO-ERROR";
+    } catch (const Error& e) {
+      got = to_string(e.code());
+      if (e.code() != ErrorCode::Timeout) fail(std::string(what) + ": got " + got + ": " + e.what());
+      else ++g_checked;
+    }
+    if (got == "NO-ERROR") fail(std::string(what) + ": no error, expected Timeout");
+  };
+  MPI_Comm a, b;
+  MPI_Comm_dup(MPI_COMM_WORLD, &a);
+  MPI_Comm_dup(MPI_COMM_WORLD, &b);
+  {
+    std::vector<float> warm(64, 1.0f);  // b works: its state and one configuration exist
+    allreduce(warm.data(), warm.data(), warm.size(), DataType::float32, ReduceOp::sum, b);
+  }
+  // 1. First call on `a`: the late rank arrives after the others gave up.
+  if (g_rank == late) std::this_thread::sleep_for(std::chrono::duration<double>(late_s));
+  {
+    std::vector<float> buf(1000, 1.0f);
+    outcome("late first call on a communicator", [&] {
+      allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, a);
+    });
+    if (g_rank != late)
+      outcome("second call on the broken communicator", [&] {
+        allreduce(buf.data(), buf.data(), 10, DataType::float32, ReduceOp::max, a);
+      });
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // 2. A new configuration on `b`: the argument check times out on the punctual ranks.
+  if (g_rank == late) std::this_thread::sleep_for(std::chrono::duration<double>(late_s));
+  {
+    std::vector<double> buf(5000, 2.0);
+    outcome("late rank on a new configuration", [&] {
+      allreduce(buf.data(), buf.data(), buf.size(), DataType::float64, ReduceOp::sum, b);
+    });
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // Give every pending operation the chance to complete into freed stack/heap, then free.
+  std::vector<char> scribble(1 << 20, 0x5a);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&a);
+  MPI_Comm_free(&b);
+  (void)scribble;
+  return 0;
+}
+
+// STRAGGLAR_TIMEOUT_S=1e-9: every wait times out at once. Each call must end in success or
+// Timeout (never another error, never a crash), and freeing + MPI_Finalize must stay clean.
+int tiny_timeout() {
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  for (MPI_Comm comm : {MPI_COMM_WORLD, c})
+    for (int i = 0; i < 3; ++i) {
+      std::vector<float> buf(100 + static_cast<std::size_t>(i), 1.0f);
+      try {
+        allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, comm);
+        ++g_checked;
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::Timeout) ++g_checked;
+        else fail(std::string("tiny timeout: got ") + to_string(e.code()) + ": " + e.what());
+      }
+    }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&c);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -397,11 +478,15 @@ int main(int argc, char** argv) {
     correctness(true, false);
   } else if (mode == "errors") {
     errors();
+  } else if (mode == "tiny_timeout") {
+    tiny_timeout();
+  } else if (mode == "late") {
+    late_rank(argc > 2 ? std::atof(argv[2]) : 4.0);
   } else if (mode == "stop" || mode == "kill") {
     const int victim = argc > 2 ? std::atoi(argv[2]) : g_n - 1;
     stop_peer(victim, argc > 3 ? argv[3] : "", mode == "kill");
   } else {
-    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, stop, kill\n", mode.c_str());
+    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, late, tiny_timeout, stop, kill\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   long totals[2] = {g_failures, g_checked}, sums[2];

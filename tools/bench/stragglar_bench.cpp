@@ -27,8 +27,9 @@
 
 #include "../bench_flags.hpp"
 #include "stragglar/allreduce.hpp"
-#include "stragglar/runtime/cpu_device.hpp"
-#include "stragglar/runtime/element.hpp"
+#include "runtime/cpu_device.hpp"
+#include "runtime/element.hpp"
+#include "runtime/mpi_session.hpp"
 #include "stragglar/simulate.hpp"
 #include "stragglar/units.hpp"
 
@@ -113,13 +114,14 @@ Sample run_once(const Options& base, void* buf, const void* input, std::size_t c
                 int straggler, double delay_ms, bool ideal) {
   const std::size_t bytes = count * size_of(t);
   std::memcpy(buf, input, bytes);  // fresh inputs, outside the timed region
-  Options o = base;
-  if (ideal && !o.native) {
+  const Options& o = base;
+  detail::Session& session = detail::mpi_session(MPI_COMM_WORLD);
+  PhaseSelection phases = PhaseSelection::all;
+  if (ideal && algorithm_info(o.algorithm).kind == AlgorithmKind::schedule) {
     // Ideal case (paper §4): the others finish the phases that do not wait for the straggler
     // before it arrives; only what follows is timed.
-    o.phases = PhaseSelection::no_wait_only;
-    allreduce(buf, buf, count, t, op, MPI_COMM_WORLD, o);
-    o.phases = PhaseSelection::waiting_only;
+    session.allreduce(buf, buf, count, t, op, o, PhaseSelection::no_wait_only);
+    phases = PhaseSelection::waiting_only;
   }
   MPI_Barrier(MPI_COMM_WORLD);
   const double start = MPI_Wtime();
@@ -128,7 +130,7 @@ Sample run_once(const Options& base, void* buf, const void* input, std::size_t c
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms));
     entry = MPI_Wtime() - start;
   }
-  allreduce(buf, buf, count, t, op, MPI_COMM_WORLD, o);
+  session.allreduce(buf, buf, count, t, op, o, phases);
   const double done = MPI_Wtime() - start;
   double local[2] = {done, entry}, global[2] = {0, 0};
   MPI_Reduce(local, global, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -252,7 +254,7 @@ Row run_benchmark(const Config& cfg, const std::string& algo, std::size_t bytes,
     row.exposed_us = median(exposed) * 1e6;
     if (row.exposed_us > 0) row.algbw = static_cast<double>(row.bytes) / (row.exposed_us * 1e-6) / 1e9;
     row.busbw = row.algbw * 2.0 * (g_n - 1) / g_n;
-    if (cost && !o.native) {
+    if (cost && algorithm_info(o.algorithm).kind == AlgorithmKind::schedule) {
       const auto sched = schedule_for(o, g_n, row.bytes);
       Delay d;
       d.ideal = cfg.ideal;

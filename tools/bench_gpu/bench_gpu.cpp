@@ -33,8 +33,9 @@
 #include "../bench_flags.hpp"
 #include "cuda_check.hpp"
 #include "kernels.hpp"
+#include "nccl_front.hpp"
 #include "stragglar/nccl.hpp"
-#include "stragglar/runtime/element.hpp"
+#include "runtime/element.hpp"
 #include "stragglar/simulate.hpp"
 #include "stragglar/synthesize.hpp"
 #include "stragglar/units.hpp"
@@ -83,10 +84,8 @@ std::vector<std::string> split(const std::string& list) {
   return out;
 }
 
-NcclOptions options_for_name(const std::string& name, const Config& c) {
-  NcclOptions o;
-  if (name == "native") o.native = true;
-  else o.algorithm = parse_algorithm(name);
+Options options_for_name(const std::string& name, const Config& c) {
+  Options o = options_for(name);
   o.straggler = c.straggler;
   o.pipeline = bench::parse_pipeline_text(c.pipeline, "--pipeline");
   return o;
@@ -158,7 +157,7 @@ CostModel calibrate(ncclComm_t comm, cudaStream_t stream, void* sendbuf, void* r
 }
 
 // The model's (time, exposed) for one row: the schedule the runtime runs (same K choice).
-std::pair<double, double> predict(const NcclOptions& o, std::size_t bytes, const CostModel& cost, const Config& cfg) {
+std::pair<double, double> predict(const Options& o, std::size_t bytes, const CostModel& cost, const Config& cfg) {
   SynthOptions so;
   if (o.algorithm == Algorithm::stragglar || o.algorithm == Algorithm::broadcast)
     so.straggler = o.straggler < 0 ? g_n - 1 : o.straggler;
@@ -279,23 +278,25 @@ int main(int argc, char** argv) {
          bytes = std::max(bytes + 1, static_cast<std::size_t>(static_cast<double>(bytes) * cfg.factor))) {
       const std::size_t count = bytes / es;
       for (const std::string& name : algos) {
-        NcclOptions o = options_for_name(name, cfg);
+        Options o = options_for_name(name, cfg);
         if (cost) o.cost = cost;  // the runtime's auto K from the same model as the prediction
-        const bool ideal = cfg.ideal && !o.native;
+        const bool native = o.algorithm == Algorithm::native;
+        const bool ideal = cfg.ideal && !native;
+        PhaseSelection phases = PhaseSelection::all;
         // One iteration; returns (time, exposed) in seconds on this rank's GPU clock.
         auto iteration = [&]() -> std::pair<double, double> {
           STRAGGLAR_CUDA_CHECK(cudaStreamSynchronize(stream));
           if (ideal) {  // the no-wait phases first, untimed (the straggler has none)
-            o.phases = PhaseSelection::no_wait_only;
-            nccl_allreduce(sendbuf, recvbuf, count, cfg.dtype, cfg.op, comm, stream, o);
+            detail::nccl_allreduce(sendbuf, recvbuf, count, cfg.dtype, cfg.op, comm, stream, o,
+                                   PhaseSelection::no_wait_only);
             STRAGGLAR_CUDA_CHECK(cudaStreamSynchronize(stream));
-            o.phases = PhaseSelection::waiting_only;
+            phases = PhaseSelection::waiting_only;
           }
           MPI_Barrier(MPI_COMM_WORLD);  // the common start
           STRAGGLAR_CUDA_CHECK(cudaEventRecord(ev_start, stream));
           if (g_rank == straggler && !ideal) cuda::launch_sleep(stream, delay_ns);
           STRAGGLAR_CUDA_CHECK(cudaEventRecord(ev_entry, stream));
-          nccl_allreduce(sendbuf, recvbuf, count, cfg.dtype, cfg.op, comm, stream, o);
+          detail::nccl_allreduce(sendbuf, recvbuf, count, cfg.dtype, cfg.op, comm, stream, o, phases);
           STRAGGLAR_CUDA_CHECK(cudaEventRecord(ev_exit, stream));
           STRAGGLAR_CUDA_CHECK(cudaEventSynchronize(ev_exit));
           float t_ms = 0, entry_ms = 0;
@@ -324,7 +325,7 @@ int main(int argc, char** argv) {
           std::vector<std::byte> host(count * es);
           STRAGGLAR_CUDA_CHECK(cudaMemcpy(host.data(), recvbuf, host.size(), cudaMemcpyDeviceToHost));
           // native avg of floating types: NCCL pre-multiplies by 1/n (not one final division).
-          const bool loose = o.native && cfg.op == ReduceOp::avg && cfg.dtype != DataType::int32 &&
+          const bool loose = native && cfg.op == ReduceOp::avg && cfg.dtype != DataType::int32 &&
                              cfg.dtype != DataType::int64;
           for (std::size_t i = 0; i < count; ++i) {
             const double want = rounded(expected(cfg.op, cfg.dtype, i), cfg.dtype);
@@ -338,7 +339,7 @@ int main(int argc, char** argv) {
         const double busbw = algbw * 2.0 * (g_n - 1) / g_n;
         const double delay_s = ideal ? 0.0 : cfg.delay_ms * 1e-3;
         Row row{count * es, count, name, delay_s, time, exposed, algbw, busbw, cfg.check ? wrong_all : -1, -1, -1};
-        if (cost && !o.native) std::tie(row.predicted_s, row.predicted_exposed_s) = predict(o, count * es, *cost, cfg);
+        if (cost && !native) std::tie(row.predicted_s, row.predicted_exposed_s) = predict(o, count * es, *cost, cfg);
         rows.push_back(row);
         if (g_rank == 0) {
           std::printf("%12zu %12zu %8s %6s %10s %10.3f %12.1f %12.1f %8.3f %8.3f %7s", count * es, count,

@@ -1,9 +1,11 @@
 // Configuration from the environment, read once into one object (DESIGN.md "Conventions").
 //
 //   STRAGGLAR_TIMEOUT_S       seconds a rank waits for a peer before Error(Timeout) (default 60)
-//   STRAGGLAR_DEBUG           INFO: print this config and every new plan on rank 0 (to stderr)
+//   STRAGGLAR_DEBUG           INFO: print this config once per process, and every new
+//                             configuration and straggler switch on a communicator's rank 0 (stderr)
 //   STRAGGLAR_ALPHA_US        α of the cost model used by pipeline = auto (default CostModel{})
 //   STRAGGLAR_BANDWIDTH_GBPS  1/β in GB/s (1e9 bytes/s) of that cost model
+//   STRAGGLAR_REDUCE_BANDWIDTH_GBPS  1/γ in GB/s: how fast a rank reduces (default: not modelled)
 //   STRAGGLAR_VERIFY          0: skip verify_or_throw on schedules entering the cache (default 1)
 //   STRAGGLAR_MAX_MESSAGE_BYTES  largest single MPI message; bigger ones are split (default
 //                             1 GiB, below MPI's INT_MAX count limit; tests set it small)
@@ -13,7 +15,7 @@
 
 #include "stragglar/cost_model.hpp"
 
-namespace stragglar {
+namespace stragglar::detail {
 
 struct Env {
   double timeout_s = 60.0;
@@ -29,4 +31,4 @@ struct Env {
 // Read on first use (thread-safe); throws Error(InvalidUsage) naming a malformed variable.
 const Env& env();
 
-}  // namespace stragglar
+}  // namespace stragglar::detail

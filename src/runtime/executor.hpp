@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "stragglar/plan.hpp"
-#include "stragglar/runtime/device.hpp"
-#include "stragglar/runtime/transport.hpp"
+#include "runtime/device.hpp"
+#include "runtime/transport.hpp"
 #include "stragglar/types.hpp"
 
 namespace stragglar {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "stragglar/runtime/float16.hpp"
+#include "runtime/float16.hpp"
 #include "stragglar/types.hpp"
 
 namespace stragglar {

@@ -20,6 +20,9 @@ class Transport {
   // enqueued in stream order (GPU, inside one ncclGroupStart/End) when this returns.
   // Pairwise synchronisation only: no barrier.
   virtual void exchange(std::span<const Message> sends, std::span<const Message> recvs) = 0;
+  // The message space of the following exchanges: messages of one tag never match another
+  // tag's (MPI and UCX tags). Engines that match messages by order alone (NCCL) ignore it.
+  virtual void set_tag(int /*tag*/) {}
 };
 
 }  // namespace stragglar

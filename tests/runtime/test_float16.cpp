@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <initializer_list>
 
-#include "stragglar/runtime/float16.hpp"
+#include "runtime/float16.hpp"
 
 using namespace stragglar;
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstddef>
 
-#include "stragglar/runtime/device.hpp"
+#include "runtime/device.hpp"
 
 namespace stragglar {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "stragglar/runtime/transport.hpp"
+#include "runtime/transport.hpp"
 
 namespace stragglar {
 
@@ -25,11 +25,13 @@ class MpiTransport final : public Transport {
 
   // Messages of one configuration carry one tag (DESIGN: a mismatched call never matches
   // another's messages, it times out instead of mixing data).
-  void set_tag(int tag) { tag_ = tag; }
+  void set_tag(int tag) override { tag_ = tag; }
   void set_timeout(double timeout_s) { timeout_s_ = timeout_s; }
   // Largest piece one MPI call moves, in [1, INT_MAX] (default 1 GiB).
   void set_max_piece_bytes(std::size_t bytes);
   MPI_Comm comm() const { return comm_; }
+  // A timeout left a receive that could not be cancelled: it may still write its buffer.
+  bool abandoned_receives() const { return abandoned_receives_; }
 
  private:
   struct Pending {
@@ -42,6 +44,7 @@ class MpiTransport final : public Transport {
   int tag_ = 1;
   double timeout_s_;
   std::size_t max_piece_ = std::size_t{1} << 30;
+  bool abandoned_receives_ = false;
   std::vector<MPI_Request> requests_;  // reused: no allocation per round once warmed up
   std::vector<Pending> pending_;
 };
@@ -50,6 +53,6 @@ class MpiTransport final : public Transport {
 void check_mpi(int rc, const char* what);
 
 // Polls `request` until it completes; throws Error(Timeout) mentioning `what` after timeout_s.
-void wait_with_timeout(MPI_Request& request, double timeout_s, const std::string& what);
+void wait_with_timeout(MPI_Request& request, double timeout_s, const char* what);
 
 }  // namespace stragglar

@@ -1,88 +1,33 @@
 // The executor without MPI: n ranks as threads over an in-process transport, every
-// algorithm × n in [2, 9] (StragglAR: even n unless --odd) × StragglAR pipelining K ∈ {1, 2, 3} × counts, checked exactly.
+// algorithm × n in [2, 9] × StragglAR pipelining K ∈ {1, 2, 3} × counts, checked exactly.
 // Covers compile() + Executor + CpuDevice for odd n and many chunkings in a fraction of a
 // second, and runs cheaply under ASan/UBSan.
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "stragglar/error.hpp"
-#include "stragglar/executor.hpp"
+#include "runtime/executor.hpp"
 #include "stragglar/plan.hpp"
-#include "stragglar/runtime/cpu_device.hpp"
+#include "runtime/cpu_device.hpp"
 #include "stragglar/synthesize.hpp"
 #include "stragglar/verify.hpp"
+#include "thread_transport.hpp"
 
 using namespace stragglar;
 
 namespace {
-
-// Mailboxes per (src, dst), FIFO like MPI's non-overtaking order. A send copies its bytes at
-// post time; a receive waits for the next message from its peer.
-class Hub {
- public:
-  explicit Hub(int n) : n_(n) {}
-  void put(int src, int dst, const void* p, std::size_t bytes) {
-    std::vector<unsigned char> m(bytes);
-    if (bytes) std::memcpy(m.data(), p, bytes);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      boxes_[{src, dst}].push_back(std::move(m));
-    }
-    cv_.notify_all();
-  }
-  void get(int src, int dst, void* p, std::size_t bytes) {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto& box = boxes_[{src, dst}];
-    if (!cv_.wait_for(lock, std::chrono::seconds(20), [&] { return !box.empty(); }))
-      throw Error(ErrorCode::Timeout, "rank " + std::to_string(dst) + ": no message from " + std::to_string(src));
-    std::vector<unsigned char> m = std::move(box.front());
-    box.pop_front();
-    if (m.size() != bytes)
-      throw Error(ErrorCode::Internal, "rank " + std::to_string(dst) + " expected " + std::to_string(bytes) +
-                                           " bytes from " + std::to_string(src) + ", got " + std::to_string(m.size()));
-    if (bytes) std::memcpy(p, m.data(), bytes);
-  }
-  int n() const { return n_; }
-
- private:
-  int n_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::pair<int, int>, std::deque<std::vector<unsigned char>>> boxes_;
-};
-
-class ThreadTransport final : public Transport {
- public:
-  ThreadTransport(Hub& hub, int rank) : hub_(hub), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int nranks() const override { return hub_.n(); }
-  void exchange(std::span<const Message> sends, std::span<const Message> recvs) override {
-    for (const Message& m : sends) hub_.put(rank_, m.peer, m.data, m.bytes);
-    for (const Message& m : recvs) hub_.get(m.peer, rank_, m.data, m.bytes);
-  }
-
- private:
-  Hub& hub_;
-  int rank_;
-};
 
 int failures = 0, runs = 0, skipped = 0;
 
 template <typename T>
 void run(const Schedule& s, std::size_t count, DataType t, ReduceOp op, const std::string& what) {
   const int n = s.nranks;
-  Hub hub(n);
+  testing::ThreadHub hub(n);
   std::vector<std::vector<T>> bufs(static_cast<std::size_t>(n), std::vector<T>(count));
   for (int r = 0; r < n; ++r)
     for (std::size_t i = 0; i < count; ++i)
@@ -102,7 +47,7 @@ void run(const Schedule& s, std::size_t count, DataType t, ReduceOp op, const st
     threads.emplace_back([&, r] {
       try {
         const Plan plan = compile(s, r);
-        ThreadTransport transport(hub, r);
+        testing::ThreadTransport transport(hub, r);
         CpuDevice device;
         Executor exec(transport, device);
         const std::size_t sb = Executor::scratch_bytes(plan, count, t);
@@ -131,12 +76,9 @@ void run(const Schedule& s, std::size_t count, DataType t, ReduceOp op, const st
 
 }  // namespace
 
-// StragglAR runs for even n only unless `--odd` is given (odd n is the synthesizer's open work).
-int main(int argc, char** argv) {
-  const bool odd_stragglar = argc > 1 && std::string(argv[1]) == "--odd";
+int main() {
   for (Algorithm a : scheduled_algorithms()) {
     for (int n = 2; n <= 9; ++n) {
-      if (a == Algorithm::stragglar && n % 2 == 1 && !odd_stragglar) continue;
       for (int k : {1, 2, 3}) {
         if (k > 1 && a != Algorithm::stragglar) continue;
         for (int straggler : {n - 1, 0}) {

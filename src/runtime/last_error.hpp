@@ -7,12 +7,17 @@
 #include <string>
 
 #include "stragglar/error.hpp"
+#include "stragglar/options.hpp"
 #include "stragglar/stragglar.h"
 
 namespace stragglar::detail {
 
 // Sets the message stragglar_last_error() returns on this thread ("" clears it).
 void set_last_error(const std::string& message);
+
+// The C options (NULL = stragglar_options_init's defaults) as stragglar::Options. Values are
+// cast, not checked: the runtime core rejects a bad one on every rank through its agreement.
+Options options_from_c(const stragglar_options* opts) noexcept;
 
 inline stragglar_result to_result(ErrorCode c) noexcept {
   switch (c) {

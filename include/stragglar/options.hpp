@@ -1,0 +1,40 @@
+// stragglar::Options — what every front-end's allreduce takes besides the buffers (MPI:
+// stragglar/allreduce.hpp, NCCL: stragglar/nccl.hpp, PyTorch: the backend's options).
+// The C form is stragglar_options (stragglar.h).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "stragglar/algorithm.hpp"
+#include "stragglar/cost_model.hpp"
+#include "stragglar/schedule.hpp"
+#include "stragglar/synthesize.hpp"
+
+namespace stragglar {
+
+struct Options {
+  // A row of the algorithm table: a schedule (stragglar, ring, rhd, allpairs, broadcast),
+  // native (the engine's own AllReduce) or automatic ("auto").
+  Algorithm algorithm = Algorithm::stragglar;
+  int straggler = -1;            // the rank expected last; -1 = n-1 (ignored by auto)
+  int pipeline = kPipelineAuto;  // StragglAR chunks per rank K in [1, kMaxPipeline]; 0 = the cost model
+  // Cost model for pipeline == kPipelineAuto and for auto; nullopt = STRAGGLAR_ALPHA_US /
+  // STRAGGLAR_BANDWIDTH_GBPS / STRAGGLAR_REDUCE_BANDWIDTH_GBPS when set, else CostModel{}.
+  std::optional<CostModel> cost;
+};
+
+// Options{parse_algorithm(name)}: any name or alias of the table ("stragglar", "ring", "rhd",
+// "allpairs", "broadcast"/"direct", "native", "auto"). Throws Error(InvalidUsage) naming it.
+Options options_for(std::string_view algorithm_name);
+
+// The pipelining factor K a call with these options runs on `nranks` ranks and `bytes`
+// (1 for every algorithm that is not pipelined). Throws Error(InvalidUsage) for a bad pipeline.
+int resolve_pipeline(const Options& opts, int nranks, std::size_t bytes);
+
+// The verified schedule a call with these options runs (straggler and K resolved), from the
+// process-wide cache. Throws Error(InvalidUsage) for native and auto (no schedule).
+std::shared_ptr<const Schedule> schedule_for(const Options& opts, int nranks, std::size_t bytes);
+
+}  // namespace stragglar

@@ -1,0 +1,267 @@
+// The runtime core: one path for every front-end (see session.hpp).
+#include "runtime/session.hpp"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstdio>
+#include <new>
+#include <string>
+
+#include "plan/plan_cache.hpp"
+#include "runtime/env.hpp"
+#include "stragglar/verify.hpp"
+
+namespace stragglar::detail {
+namespace {
+
+// ---- the agreement signature ----------------------------------------------------------------
+// One element-wise max over ranks of (v, -v) gives every rank the max and min of each field.
+enum Field { kOk, kAlgorithm, kStraggler, kPipeline, kResolvedK, kCount, kDtype, kOp, kPhases, kFields };
+constexpr std::array<const char*, kFields> kFieldNames = {
+    "ok", "algorithm", "straggler", "pipeline", "pipeline (resolved K)", "count", "dtype", "op", "phases"};
+constexpr std::size_t kFailingRank = 2 * kFields;  // max of -rank: the lowest rank that failed
+constexpr std::size_t kTag = kFailingRank + 1;     // max of every rank's next free tag
+constexpr std::size_t kSignatureSize = kTag + 1;
+
+// A signature value as the user wrote it ("ring", "float", "sum", "auto").
+std::string field_value(int field, std::int64_t v) {
+  const bool small = v >= 0 && v < 1000;
+  if (field == kAlgorithm && small) {
+    const char* name = to_string(static_cast<Algorithm>(v));
+    if (name[0] != '?') return name;
+  }
+  if (field == kDtype && small && v <= static_cast<int>(DataType::int64)) return to_string(static_cast<DataType>(v));
+  if (field == kOp && small && v <= static_cast<int>(ReduceOp::avg)) return to_string(static_cast<ReduceOp>(v));
+  if (field == kPipeline && v == kPipelineAuto) return "auto";
+  if (field == kPhases && small && v <= 2) return v == 0 ? "all" : v == 1 ? "no_wait_only" : "waiting_only";
+  return std::to_string(v);
+}
+
+bool valid(DataType t) {
+  switch (t) {
+    case DataType::float32: case DataType::float64: case DataType::float16:
+    case DataType::bfloat16: case DataType::int32: case DataType::int64: return true;
+  }
+  return false;
+}
+bool valid(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: case ReduceOp::prod: case ReduceOp::min: case ReduceOp::max:
+    case ReduceOp::avg: return true;
+  }
+  return false;
+}
+
+// Why these buffers cannot be used, or nullptr. Builds no string: it runs on every call.
+const char* buffer_problem(const void* sendbuf, const void* recvbuf, std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  if (recvbuf == nullptr) return "recvbuf is NULL, expected a buffer";
+  if (sendbuf == nullptr) return "sendbuf is NULL, expected a buffer (or recvbuf for in place)";
+  if (sendbuf == recvbuf) return nullptr;
+  const auto s = reinterpret_cast<std::uintptr_t>(sendbuf);
+  const auto r = reinterpret_cast<std::uintptr_t>(recvbuf);
+  if (s + bytes <= r || r + bytes <= s) return nullptr;
+  return "sendbuf and recvbuf overlap partially, expected the same pointer (in place) or disjoint buffers";
+}
+
+// Scratch grows geometrically: a job whose sizes keep growing reallocates O(log) times, not at
+// every new size (which fragments the heap).
+std::size_t grown_size(std::size_t current, std::size_t need) {
+  return std::max(need, current + current / 2);
+}
+
+}  // namespace
+
+std::size_t Session::KeyHash::operator()(const Key& k) const noexcept {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
+  for (std::uint64_t v : {std::uint64_t(k.algorithm), std::uint64_t(k.straggler), std::uint64_t(k.pipeline),
+                          std::uint64_t(k.count), std::uint64_t(k.dtype), std::uint64_t(k.op),
+                          std::uint64_t(k.phases)}) {
+    h ^= v;
+    h *= 1099511628211ull;
+  }
+  return static_cast<std::size_t>(h);
+}
+
+Session::Session(Engine& engine, const char* api)
+    : engine_(engine), api_(api), rank_(engine.transport().rank()), nranks_(engine.transport().nranks()),
+      executor_(engine.transport(), engine.device()) {
+  configs_.reserve(16);
+}
+
+Session::~Session() {
+  // A broken session may have engine work in flight that writes to scratch (a GPU stream that
+  // never finishes, an MPI receive that could not be cancelled): leak it rather than free
+  // memory that is still a target.
+  if (!broken_ || !engine_.writes_may_be_pending()) engine_.device().deallocate(scratch_);
+}
+
+void Session::mark_broken(const Error& error) {
+  if (!broken_) broken_ = error;
+}
+
+void Session::throw_broken() const {
+  throw Error(broken_->code(), std::string(api_) + ": this communicator is unusable after an earlier failure (" +
+                                   broken_->what() + "); free it and create a new one");
+}
+
+void Session::validate(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype,
+                       ReduceOp op, const Options& o, PhaseSelection phases) const {
+  const std::string api = api_;
+  require(valid(dtype), api + ": dtype " + std::to_string(static_cast<int>(dtype)) +
+                            " is not valid, expected float32, float64, float16, bfloat16, int32 or int64 (0..5)");
+  require(valid(op), api + ": op " + std::to_string(static_cast<int>(op)) +
+                         " is not valid, expected sum, prod, min, max or avg (0..4)");
+  if (find_algorithm(o.algorithm) == nullptr) {
+    try {
+      (void)algorithm_info(o.algorithm);  // throws, naming the value and the table's values
+    } catch (const Error& e) {
+      throw Error(e.code(), api + ": " + e.what());
+    }
+  }
+  require(o.straggler >= -1 && o.straggler < nranks_,
+          api + ": straggler " + std::to_string(o.straggler) + " is outside [0, " + std::to_string(nranks_) +
+              ") (or -1 for rank n-1)");
+  require(o.pipeline >= 0 && o.pipeline <= kMaxPipeline,
+          api + ": pipeline " + std::to_string(o.pipeline) + " is outside [1, " + std::to_string(kMaxPipeline) +
+              "] (or 0 for auto)");
+  const int ph = static_cast<int>(phases);
+  require(ph >= 0 && ph <= 2, api + ": phases " + std::to_string(ph) + " is not a PhaseSelection");
+  require(phases == PhaseSelection::all || algorithm_info(o.algorithm).kind == AlgorithmKind::schedule,
+          api + ": algorithm " + to_string(o.algorithm) + " cannot run part of a schedule (phases must be all)");
+  require(count <= static_cast<std::size_t>(INT64_MAX) / size_of(dtype),
+          api + ": count " + std::to_string(count) + " is too large for " + to_string(dtype) + " (bytes overflow)");
+  check_buffers(sendbuf, recvbuf, count, dtype);
+}
+
+void Session::check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const {
+  if (const char* problem = buffer_problem(sendbuf, recvbuf, count * size_of(dtype)))
+    throw Error(ErrorCode::InvalidUsage,
+                std::string(api_) + ": " + problem + " (count " + std::to_string(count) + ")");
+}
+
+void Session::ensure_scratch(std::size_t bytes) {
+  if (bytes <= scratch_size_) return;
+  const std::size_t size = grown_size(scratch_size_, bytes);
+  void* fresh = engine_.device().allocate(size);
+  engine_.device().deallocate(scratch_);  // stream-ordered on GPUs, after every earlier use
+  scratch_ = fresh;
+  scratch_size_ = size;
+}
+
+// The first call of a configuration: everything is checked and built locally, errors included
+// are carried into one agreement, so every rank fails together or goes on together.
+const Session::Config& Session::first_call(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
+                                           DataType dtype, ReduceOp op, const Options& o,
+                                           PhaseSelection phases) {
+  Config cfg;
+  std::optional<Error> local;
+  std::int64_t resolved_k = 0;
+  try {
+    validate(sendbuf, recvbuf, count, dtype, op, o, phases);
+    const AlgorithmInfo& info = algorithm_info(o.algorithm);
+    require(info.kind != AlgorithmKind::automatic,
+            std::string(api_) + ": algorithm auto is not available in this build yet, expected one of " +
+                algorithm_names());
+    cfg.algorithm = o.algorithm;
+    const std::size_t bytes = count * size_of(dtype);
+    resolved_k = resolve_pipeline(o, nranks_, bytes);
+    if (info.kind == AlgorithmKind::schedule && nranks_ > 1 && count > 0) {
+      const ScheduleKey sk{o.algorithm, nranks_, info.uses_straggler ? key.straggler : -1,
+                           static_cast<int>(resolved_k)};
+      cfg.plan = cached_plan(sk, rank_, env().verify);
+      ensure_scratch(Executor::scratch_bytes(*cfg.plan, count, dtype));
+    }
+  } catch (const Error& e) {
+    local = e;
+  } catch (const std::bad_alloc&) {
+    local = Error(ErrorCode::SystemError, std::string(api_) + ": out of memory while preparing this call");
+  } catch (const std::exception& e) {
+    local = Error(ErrorCode::Internal, std::string(api_) + ": " + e.what());
+  }
+
+  std::array<std::int64_t, kFields> sig = {local ? 0 : 1,
+                                           key.algorithm,
+                                           key.straggler,
+                                           key.pipeline,
+                                           resolved_k,
+                                           static_cast<std::int64_t>(key.count),
+                                           key.dtype,
+                                           key.op,
+                                           key.phases};
+  std::array<std::int64_t, kSignatureSize> v{};
+  for (std::size_t i = 0; i < kFields; ++i) {
+    v[i] = sig[i];
+    v[kFields + i] = -sig[i];
+  }
+  v[kFailingRank] = local ? -static_cast<std::int64_t>(rank_) : -std::int64_t{INT_MAX};
+  v[kTag] = next_tag_;
+  try {
+    engine_.agree_max(v, env().timeout_s);
+  } catch (const Error& e) {
+    const Error wrapped(e.code(), std::string(api_) + ": the argument check of a new configuration (rank " +
+                                      std::to_string(rank_) + "): " + e.what());
+    mark_broken(wrapped);
+    throw wrapped;
+  }
+  if (local) throw *local;
+  if (-v[kFields + kOk] == 0)
+    throw Error(ErrorCode::RemoteError, std::string(api_) + ": rank " + std::to_string(-v[kFailingRank]) +
+                                            " rejected its arguments for this call (see its error); no data was moved");
+  for (int i = kAlgorithm; i < kFields; ++i) {
+    const std::int64_t hi = v[i], lo = -v[kFields + i];
+    if (hi != lo)
+      throw Error(ErrorCode::Mismatch,
+                  std::string(api_) + ": ranks disagree on " + kFieldNames[i] + ": values range from " +
+                      field_value(i, lo) + " to " + field_value(i, hi) + " (rank " + std::to_string(rank_) +
+                      " passed " + field_value(i, sig[i]) + "); every rank must pass the same arguments");
+  }
+  // Unique per communicator by construction: every rank takes the same, never used, tag.
+  const std::int64_t tag = v[kTag];
+  if (tag > engine_.max_tag()) {
+    const Error e(ErrorCode::InvalidUsage, std::string(api_) + ": more than " + std::to_string(engine_.max_tag()) +
+                                               " configurations on one communicator (the transport's tag limit)");
+    mark_broken(e);
+    throw e;
+  }
+  cfg.tag = static_cast<int>(tag);
+  next_tag_ = cfg.tag + 1;
+  if (env().debug_info && rank_ == 0 && cfg.plan)
+    std::fprintf(stderr, "stragglar INFO: %s n=%d: new configuration %s count=%zu %s %s K=%lld tag=%d\n", api_,
+                 nranks_, to_string(o.algorithm), count, to_string(dtype), to_string(op),
+                 static_cast<long long>(resolved_k), cfg.tag);
+  return configs_.emplace(key, std::move(cfg)).first->second;
+}
+
+void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                        const Options& o, PhaseSelection phases) {
+  if (broken_) throw_broken();
+  const Key key{static_cast<int>(o.algorithm), o.straggler < 0 ? nranks_ - 1 : o.straggler, o.pipeline, count,
+                static_cast<int>(dtype), static_cast<int>(op), static_cast<int>(phases)};
+  auto it = configs_.find(key);
+  const Config& cfg = it != configs_.end() ? it->second
+                                           : first_call(key, sendbuf, recvbuf, count, dtype, op, o, phases);
+  if (it != configs_.end()) check_buffers(sendbuf, recvbuf, count, dtype);  // pointers change per call
+  if (count == 0) return;
+
+  const std::size_t bytes = count * size_of(dtype);
+  const bool copy_input = sendbuf != recvbuf && phases != PhaseSelection::waiting_only;
+  try {
+    if (cfg.algorithm == Algorithm::native && nranks_ > 1) {
+      engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op);
+      return;
+    }
+    if (copy_input) engine_.device().copy(recvbuf, sendbuf, bytes);
+    if (!cfg.plan) return;  // one rank: the result is the input (avg: divided by 1)
+    engine_.transport().set_tag(cfg.tag);
+    executor_.run(*cfg.plan, recvbuf, count, dtype, op, scratch_, scratch_size_, phases);
+  } catch (const Error& e) {
+    // A timeout or engine failure leaves peers out of step: nothing may run on this
+    // communicator again.
+    mark_broken(e);
+    throw;
+  }
+}
+
+}  // namespace stragglar::detail

@@ -1,0 +1,117 @@
+// The runtime core (DESIGN.md "Runtime core and front-ends"; docs/runtime.md): everything an
+// allreduce front-end would otherwise repeat, once. A front-end (MPI, NCCL, the PyTorch backend)
+// supplies an Engine — its Transport, its Device, a small agreement collective and its native
+// AllReduce — and calls Session::allreduce. The Session owns:
+//
+//   validate → resolve (algorithm, straggler, K) → agree across ranks (first call of each
+//   configuration) → plan cache (synthesize → verify → compile) → scratch → Executor,
+//   the native fallback, the one-rank case, and the "broken" state after a failure.
+//
+// Rules it makes hold for every front-end:
+// - An argument that is invalid on any rank gives an error on every rank (the first call of a
+//   configuration always runs the agreement, carrying "my arguments/setup are valid"), and the
+//   buffers stay untouched. Later calls of a known configuration only check the pointers.
+// - A configuration seen before makes no heap allocation: a hash lookup, pointer checks that
+//   build no strings unless they fail, then the executor.
+// - After a timeout or an engine failure the session is broken: nothing it started may touch
+//   memory it does not own (engines keep pending buffers alive), and every later call fails at
+//   once with the first error, until the front-end's communicator is freed.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "runtime/device.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/transport.hpp"
+#include "stragglar/error.hpp"
+#include "stragglar/options.hpp"
+#include "stragglar/plan.hpp"
+#include "stragglar/types.hpp"
+
+namespace stragglar::detail {
+
+// What a front-end supplies.
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual Transport& transport() = 0;
+  virtual Device& device() = 0;
+  // Element-wise maximum of `values` over all ranks, in place, within `timeout_s`. On a
+  // timeout it throws Error(Timeout) and must leave nothing pending that writes to `values`
+  // (stage through engine-owned memory and keep it alive); Error(SystemError) for an engine
+  // failure. Used once per new configuration (and by the straggler policy's exchange).
+  virtual void agree_max(std::span<std::int64_t> values, double timeout_s) = 0;
+  // The engine's own AllReduce of count elements (sendbuf == recvbuf: in place).
+  virtual void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t,
+                                ReduceOp op) = 0;
+  // Largest message tag the transport carries; each configuration gets its own tag in
+  // [1, max_tag()] (engines without tags ignore them).
+  virtual int max_tag() const { return 0x7fffffff; }
+  // After a failure: may work the engine started still write into memory the session gave it
+  // (scratch)? Then a broken session leaks that memory instead of freeing it under the writer.
+  virtual bool writes_may_be_pending() const { return false; }
+};
+
+class Session {
+ public:
+  // `api` names the front-end's call in messages ("stragglar::allreduce", "stragglarNcclAllReduce").
+  Session(Engine& engine, const char* api);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int nranks() const noexcept { return nranks_; }
+
+  // AllReduce of recvbuf[0, count) (sendbuf == recvbuf: in place). `phases` is for benchmarks
+  // (the ideal case): no_wait_only then waiting_only continues on recvbuf.
+  void allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                 const Options& opts, PhaseSelection phases = PhaseSelection::all);
+
+  // Broken: every later call throws `error` (with a note) at once.
+  bool broken() const noexcept { return broken_.has_value(); }
+  void mark_broken(const Error& error);
+
+ private:
+  // Everything that tells configurations apart; every rank must call with the same key.
+  struct Key {
+    int algorithm, straggler, pipeline;  // as requested (straggler -1 resolved to n-1)
+    std::size_t count;
+    int dtype, op, phases;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const noexcept;
+  };
+  struct Config {
+    std::shared_ptr<const Plan> plan;  // null: native, one rank, or count == 0
+    Algorithm algorithm = Algorithm::stragglar;
+    int tag = 1;
+  };
+
+  const Config& first_call(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
+                           DataType dtype, ReduceOp op, const Options& opts, PhaseSelection phases);
+  void validate(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                const Options& opts, PhaseSelection phases) const;
+  void check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const;
+  void ensure_scratch(std::size_t bytes);
+  [[noreturn]] void throw_broken() const;
+
+  Engine& engine_;
+  const char* api_;
+  int rank_ = 0;
+  int nranks_ = 1;
+  Executor executor_;
+  std::unordered_map<Key, Config, KeyHash> configs_;
+  int next_tag_ = 1;
+  void* scratch_ = nullptr;
+  std::size_t scratch_size_ = 0;
+  std::optional<Error> broken_;
+};
+
+}  // namespace stragglar::detail

@@ -1,0 +1,370 @@
+// The runtime core (src/runtime/session.*) without MPI: n ranks as threads of this process over
+// thread_engine.hpp. What every front-end inherits from the core is tested here once:
+// one-rank calls, exact results for every algorithm, "invalid on one rank → error on every
+// rank", tags, the broken state after a timeout, geometric scratch growth, NaN/±0/±Inf bits,
+// and zero heap allocations on the hot path (this binary replaces operator new to count them).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/element.hpp"
+#include "runtime/session.hpp"
+#include "thread_engine.hpp"
+
+// ---- counting allocations (hot-path test) ------------------------------------------------------
+namespace {
+thread_local bool t_counting = false;
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t bytes) { return operator new(bytes); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace stragglar {
+namespace {
+
+using testing::ThreadEngine;
+using testing::ThreadJob;
+
+// What one rank's call gave: "" or "<code>: <message>".
+using RankBody = std::function<void(int rank, detail::Session&, ThreadEngine&)>;
+
+std::vector<std::string> run_ranks(int n, const RankBody& body, double timeout_s = 20) {
+  ThreadJob job(n, timeout_s);
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      ThreadEngine engine(job, r);
+      detail::Session session(engine, "test");
+      try {
+        body(r, session, engine);
+      } catch (const Error& e) {
+        errors[static_cast<std::size_t>(r)] = std::string(to_string(e.code())) + ": " + e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+std::vector<Algorithm> runnable_algorithms() {
+  std::vector<Algorithm> v;
+  for (const AlgorithmInfo& row : algorithm_table())
+    if (row.kind != AlgorithmKind::automatic) v.push_back(row.id);
+  return v;
+}
+
+Options with(Algorithm a, int straggler = -1) {
+  Options o;
+  o.algorithm = a;
+  o.straggler = straggler;
+  return o;
+}
+
+// ---- one rank -----------------------------------------------------------------------------------
+TEST(Session, OneRankEveryAlgorithmReturnsTheInput) {
+  const std::vector<DataType> types = {DataType::float32, DataType::float64, DataType::float16,
+                                       DataType::bfloat16, DataType::int32, DataType::int64};
+  const auto errors = run_ranks(1, [&](int, detail::Session& s, ThreadEngine& e) {
+    for (Algorithm a : runnable_algorithms())
+      for (DataType t : types)
+        for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg})
+          for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1000}})
+            for (bool in_place : {true, false}) {
+              std::vector<unsigned char> in(count * size_of(t) + 8), out(in.size(), 0xA5);
+              for (std::size_t i = 0; i < count; ++i) store_element(in.data(), i, t, static_cast<double>(i % 13) - 6);
+              const std::vector<unsigned char> expected_in = in;
+              if (in_place) out = in;
+              s.allreduce(in_place ? out.data() : in.data(), out.data(), count, t, op, with(a));
+              EXPECT_EQ(0, std::memcmp(out.data(), expected_in.data(), count * size_of(t)))
+                  << to_string(a) << " " << to_string(t) << " " << to_string(op) << " count " << count;
+              EXPECT_EQ(in, expected_in);
+            }
+    EXPECT_EQ(e.native_calls, 0);  // one rank never needs the engine
+  });
+  EXPECT_EQ(errors[0], "");
+}
+
+// ---- every algorithm through the core, exact -------------------------------------------------------
+TEST(Session, EveryAlgorithmExactOnEveryRank) {
+  for (int n : {2, 3, 5, 8}) {
+    std::vector<std::vector<double>> results(static_cast<std::size_t>(n));
+    for (Algorithm a : runnable_algorithms()) {
+      for (int straggler : {n - 1, 0}) {
+        const std::size_t count = 1000 + static_cast<std::size_t>(n);
+        const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine&) {
+          std::vector<double> buf(count);
+          for (std::size_t i = 0; i < count; ++i) buf[i] = static_cast<double>((r * 37 + static_cast<int>(i) * 11) % 23 - 11);
+          std::vector<double> out(count, -1);
+          s.allreduce(buf.data(), out.data(), count, DataType::float64, ReduceOp::sum, with(a, straggler));
+          results[static_cast<std::size_t>(r)] = out;
+        });
+        for (int r = 0; r < n; ++r) ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << to_string(a) << " n=" << n;
+        for (std::size_t i = 0; i < count; ++i) {
+          double want = 0;
+          for (int r = 0; r < n; ++r) want += static_cast<double>((r * 37 + static_cast<int>(i) * 11) % 23 - 11);
+          for (int r = 0; r < n; ++r)
+            ASSERT_EQ(results[static_cast<std::size_t>(r)][i], want) << to_string(a) << " n=" << n << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
+// ---- invalid on one rank → an error on every rank, buffers untouched -------------------------------
+TEST(Session, InvalidArgumentOnOneRankFailsEveryRankWithoutMovingData) {
+  const int n = 4;
+  for (int bad : {0, 2}) {
+    std::vector<std::vector<float>> outs(n, std::vector<float>(10, 7.0f));
+    const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine&) {
+      std::vector<float> in(10, 1.0f);
+      float* out = outs[static_cast<std::size_t>(r)].data();
+      s.allreduce(in.data(), r == bad ? nullptr : out, 10, DataType::float32, ReduceOp::sum, with(Algorithm::ring));
+    });
+    for (int r = 0; r < n; ++r) {
+      const std::string& e = errors[static_cast<std::size_t>(r)];
+      if (r == bad) {
+        EXPECT_NE(e.find("invalid usage: test: recvbuf is NULL"), std::string::npos) << e;
+      } else {
+        EXPECT_NE(e.find("remote error"), std::string::npos) << e;
+        EXPECT_NE(e.find("rank " + std::to_string(bad) + " rejected its arguments"), std::string::npos) << e;
+      }
+      EXPECT_EQ(outs[static_cast<std::size_t>(r)], std::vector<float>(10, 7.0f)) << "rank " << r;
+    }
+  }
+  // A bad enum value on one rank only, and a bad straggler.
+  const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine&) {
+    std::vector<float> buf(10, 1.0f);
+    s.allreduce(buf.data(), buf.data(), 10, r == 1 ? static_cast<DataType>(9) : DataType::float32, ReduceOp::sum,
+                with(Algorithm::stragglar));
+  });
+  EXPECT_NE(errors[1].find("dtype 9 is not valid"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[0].find("rank 1 rejected"), std::string::npos) << errors[0];
+  const auto bad_algo = run_ranks(2, [&](int r, detail::Session& s, ThreadEngine&) {
+    std::vector<float> buf(10, 1.0f);
+    s.allreduce(buf.data(), buf.data(), 10, DataType::float32, ReduceOp::sum,
+                with(r == 0 ? static_cast<Algorithm>(42) : Algorithm::ring));
+  });
+  EXPECT_NE(bad_algo[0].find("algorithm 42 is not valid, expected one of 0 (stragglar)"), std::string::npos)
+      << bad_algo[0];
+  EXPECT_NE(bad_algo[1].find("rank 0 rejected"), std::string::npos) << bad_algo[1];
+}
+
+TEST(Session, MismatchNamesTheFieldOnEveryRank) {
+  const auto errors = run_ranks(3, [&](int r, detail::Session& s, ThreadEngine&) {
+    std::vector<int> buf(20, 1);
+    s.allreduce(buf.data(), buf.data(), r == 2 ? 19 : 20, DataType::int32, ReduceOp::sum, with(Algorithm::rhd));
+  });
+  for (const std::string& e : errors)
+    EXPECT_NE(e.find("mismatch across ranks: test: ranks disagree on count: values range from 19 to 20"),
+              std::string::npos)
+        << e;
+  const auto algos = run_ranks(2, [&](int r, detail::Session& s, ThreadEngine&) {
+    std::vector<int> buf(20, 1);
+    s.allreduce(buf.data(), buf.data(), 20, DataType::int32, ReduceOp::sum,
+                with(r == 0 ? Algorithm::ring : Algorithm::native));
+  });
+  for (const std::string& e : algos)
+    EXPECT_NE(e.find("ranks disagree on algorithm: values range from ring to native"), std::string::npos) << e;
+}
+
+// ---- tags: one per configuration, the same on every rank ---------------------------------------
+TEST(Session, EveryConfigurationGetsItsOwnTagOnEveryRank) {
+  const int n = 3;
+  std::vector<std::vector<int>> tags(n);
+  const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+    std::vector<float> buf(64, 1.0f);
+    for (std::size_t count : {std::size_t{64}, std::size_t{32}, std::size_t{64}, std::size_t{16}, std::size_t{32}}) {
+      s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::max, with(Algorithm::ring));
+      tags[static_cast<std::size_t>(r)].push_back(e.tag());
+    }
+  });
+  for (const std::string& e : errors) EXPECT_EQ(e, "");
+  for (int r = 0; r < n; ++r) EXPECT_EQ(tags[static_cast<std::size_t>(r)], (std::vector<int>{1, 2, 1, 3, 2}));
+}
+
+// ---- broken after a timeout ------------------------------------------------------------------------
+TEST(Session, AfterATimeoutEveryLaterCallFailsAtOnce) {
+  const int n = 3;
+  std::vector<std::string> second(n);
+  const auto errors = run_ranks(
+      n,
+      [&](int r, detail::Session& s, ThreadEngine&) {
+        if (r == 2) return;  // never arrives: the others' agreement times out
+        std::vector<float> buf(8, 1.0f);
+        try {
+          s.allreduce(buf.data(), buf.data(), 8, DataType::float32, ReduceOp::sum, with(Algorithm::ring));
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.what();
+          EXPECT_TRUE(s.broken());
+          try {  // a different configuration: no agreement is attempted, the error comes back
+            s.allreduce(buf.data(), buf.data(), 4, DataType::float32, ReduceOp::sum, with(Algorithm::rhd));
+          } catch (const Error& again) {
+            second[static_cast<std::size_t>(r)] = std::string(to_string(again.code())) + ": " + again.what();
+          }
+          throw;
+        }
+      },
+      /*timeout_s=*/1);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(errors[static_cast<std::size_t>(r)].find("timeout"), std::string::npos) << errors[static_cast<std::size_t>(r)];
+    EXPECT_NE(second[static_cast<std::size_t>(r)].find("timeout: test: this communicator is unusable after an earlier failure"),
+              std::string::npos)
+        << second[static_cast<std::size_t>(r)];
+  }
+}
+
+// ---- scratch grows geometrically ---------------------------------------------------------------------
+class CountingDevice final : public Device {
+ public:
+  void* allocate(std::size_t bytes) override {
+    ++allocations;
+    return cpu.allocate(bytes);
+  }
+  void deallocate(void* p) noexcept override { cpu.deallocate(p); }
+  void copy(void* d, const void* s, std::size_t b) override { cpu.copy(d, s, b); }
+  void reduce(void* d, const void* s, std::size_t c, DataType t, ReduceOp op) override { cpu.reduce(d, s, c, t, op); }
+  void finish_average(void* b, std::size_t c, DataType t, int n) override { cpu.finish_average(b, c, t, n); }
+  int allocations = 0;
+  CpuDevice cpu;
+};
+
+TEST(Session, ScratchGrowsGeometricallyWithAscendingCounts) {
+  struct Engine final : detail::Engine {
+    explicit Engine(ThreadJob& job, int r) : inner(job, r) {}
+    Transport& transport() override { return inner.transport(); }
+    Device& device() override { return dev; }
+    void agree_max(std::span<std::int64_t> v, double t) override { inner.agree_max(v, t); }
+    void native_allreduce(const void* s, void* r, std::size_t c, DataType t, ReduceOp op) override {
+      inner.native_allreduce(s, r, c, t, op);
+    }
+    ThreadEngine inner;
+    CountingDevice dev;
+  };
+  const int n = 2;
+  ThreadJob job(n);
+  std::vector<int> allocations(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      Engine engine(job, r);
+      detail::Session s(engine, "test");
+      std::vector<float> buf(3000, 1.0f);
+      for (std::size_t count = 1; count <= buf.size(); ++count)
+        s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::max, with(Algorithm::stragglar));
+      allocations[static_cast<std::size_t>(r)] = engine.dev.allocations;
+    });
+  for (auto& t : threads) t.join();
+  for (int a : allocations) {
+    EXPECT_GT(a, 0);
+    EXPECT_LE(a, 25) << "scratch reallocated at too many of the 3000 ascending counts";
+  }
+}
+
+// ---- NaN, ±Inf and -0: identical bits on every rank, one documented rule ---------------------------
+// The rule (docs/runtime.md): a NaN result is the canonical quiet NaN; min/max are IEEE 754-2019
+// minimum/maximum (NaN propagates, -0 < +0).
+double rule(ReduceOp op, double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  switch (op) {
+    case ReduceOp::sum: return a + b;
+    case ReduceOp::prod: return a * b;
+    case ReduceOp::min: return a == b ? (std::signbit(a) ? a : b) : std::min(a, b);
+    case ReduceOp::max: return a == b ? (std::signbit(a) ? b : a) : std::max(a, b);
+    default: return 0;
+  }
+}
+
+TEST(Session, SpecialValuesGiveIdenticalBitsAndFollowOneRule) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> specials = {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN(),
+                                        inf, -inf, -0.0, 0.0};
+  const std::vector<double> regular = {-1.0, 0.0, -0.0, 2.0};
+  for (int n : {2, 4, 5}) {
+    for (Algorithm a : runnable_algorithms()) {
+      for (DataType t : {DataType::float32, DataType::float64, DataType::float16, DataType::bfloat16}) {
+        for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+          // Element j: rank (j / |specials|) % n holds specials[j % |specials|]; the others a regular value.
+          const std::size_t count = specials.size() * static_cast<std::size_t>(n) * regular.size();
+          auto value = [&](int r, std::size_t j) {
+            const std::size_t k = j % specials.size();
+            const int special_rank = static_cast<int>((j / specials.size()) % static_cast<std::size_t>(n));
+            return r == special_rank ? specials[k] : regular[(j / (specials.size() * n) + static_cast<std::size_t>(r)) % regular.size()];
+          };
+          std::vector<std::vector<unsigned char>> out(static_cast<std::size_t>(n));
+          const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine&) {
+            std::vector<unsigned char> buf(count * size_of(t));
+            for (std::size_t j = 0; j < count; ++j) store_element(buf.data(), j, t, value(r, j));
+            s.allreduce(buf.data(), buf.data(), count, t, op, with(a, static_cast<int>(count % n)));
+            out[static_cast<std::size_t>(r)] = buf;
+          });
+          for (const std::string& e : errors) ASSERT_EQ(e, "");
+          const std::string what = std::string(to_string(a)) + " n=" + std::to_string(n) + " " + to_string(t) + " " +
+                                   to_string(op);
+          for (int r = 1; r < n; ++r) ASSERT_EQ(out[0], out[static_cast<std::size_t>(r)]) << what << ": rank " << r;
+          for (std::size_t j = 0; j < count; ++j) {
+            double want = 0;
+            for (int r = 0; r < n; ++r) {
+              std::uint64_t tmp = 0;
+              store_element(&tmp, 0, t, value(r, j));
+              want = r == 0 ? load_element(&tmp, 0, t) : rule(op, want, load_element(&tmp, 0, t));
+            }
+            std::uint64_t want_bits = 0, got_bits = 0;
+            store_element(&want_bits, 0, t, want);
+            std::memcpy(&got_bits, out[0].data() + j * size_of(t), size_of(t));
+            if (std::isnan(want)) store_element(&want_bits, 0, t, std::numeric_limits<double>::quiet_NaN());
+            ASSERT_EQ(got_bits, want_bits) << what << " element " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- the hot path makes no heap allocation ----------------------------------------------------------
+TEST(Session, AKnownConfigurationMakesNoHeapAllocation) {
+  for (int n : {1, 4}) {
+    for (Algorithm a : runnable_algorithms()) {
+      std::vector<long> counted(static_cast<std::size_t>(n));
+      const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine&) {
+        std::vector<float> in(4099, 1.0f), out(4099);
+        for (int i = 0; i < 3; ++i)  // first calls: agreement, plan, scratch, message lists
+          for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg})
+            s.allreduce(in.data(), out.data(), in.size(), DataType::float32, op, with(a));
+        const long before = g_allocations.load();
+        t_counting = true;
+        for (int i = 0; i < 20; ++i)
+          for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg})
+            s.allreduce(in.data(), out.data(), in.size(), DataType::float32, op, with(a));
+        t_counting = false;
+        counted[static_cast<std::size_t>(r)] = g_allocations.load() - before;
+      });
+      for (const std::string& e : errors) ASSERT_EQ(e, "");
+      long total = 0;
+      for (long c : counted) total += c;
+      // Other ranks' counting windows overlap, so compare the sum: it must be zero.
+      EXPECT_EQ(total, 0) << to_string(a) << " n=" << n << ": heap allocations on the hot path";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stragglar

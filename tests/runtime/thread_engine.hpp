@@ -1,0 +1,98 @@
+// A runtime-core Engine for tests: n ranks as threads of one process (thread_transport.hpp),
+// host memory (CpuDevice), the agreement and a "native" AllReduce through shared slots and a
+// spinning barrier with a timeout. No heap allocation per call once the slots are sized.
+#pragma once
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/cpu_device.hpp"
+#include "runtime/session.hpp"
+#include "thread_transport.hpp"
+
+namespace stragglar::testing {
+
+// What the ranks of one job share besides the transport: a barrier and one slot per rank.
+class ThreadJob {
+ public:
+  explicit ThreadJob(int n, double timeout_s = 30) : hub(n, timeout_s), slots_(static_cast<std::size_t>(n)) {}
+  ThreadHub hub;
+
+  // All n ranks arrive, or Error(Timeout) after the hub's timeout.
+  void barrier(int rank) {
+    const std::uint64_t gen = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == hub.n()) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.store(gen + 1, std::memory_order_release);
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    while (generation_.load(std::memory_order_acquire) == gen) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > hub.timeout_s()) {
+        arrived_.fetch_sub(1, std::memory_order_acq_rel);  // leave, so a later barrier is not skewed
+        throw Error(ErrorCode::Timeout, "rank " + std::to_string(rank) + ": a peer did not reach the barrier");
+      }
+      sched_yield();
+    }
+  }
+  std::vector<unsigned char>& slot(int rank) { return slots_[static_cast<std::size_t>(rank)]; }
+
+ private:
+  std::atomic<int> arrived_{0};
+  std::atomic<std::uint64_t> generation_{0};
+  std::vector<std::vector<unsigned char>> slots_;
+};
+
+class ThreadEngine final : public detail::Engine {
+ public:
+  ThreadEngine(ThreadJob& job, int rank) : job_(job), rank_(rank), transport_(job.hub, rank) {}
+  Transport& transport() override { return transport_; }
+  Device& device() override { return device_; }
+  int tag() const { return transport_.tag(); }
+
+  void agree_max(std::span<std::int64_t> values, double) override {
+    reduce_through_slots(values.data(), values.data(), values.size() * sizeof(std::int64_t),
+                         [](void* acc, const void* x, std::size_t bytes) {
+                           auto* a = static_cast<std::int64_t*>(acc);
+                           const auto* b = static_cast<const std::int64_t*>(x);
+                           for (std::size_t i = 0; i < bytes / sizeof(std::int64_t); ++i) a[i] = std::max(a[i], b[i]);
+                         });
+  }
+  void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op) override {
+    ++native_calls;
+    const ReduceOp base = op == ReduceOp::avg ? ReduceOp::sum : op;
+    reduce_through_slots(sendbuf, recvbuf, count * size_of(t), [&](void* acc, const void* x, std::size_t) {
+      cpu_reduce(acc, x, count, t, base);
+    });
+    if (op == ReduceOp::avg) cpu_finish_average(recvbuf, count, t, job_.hub.n());
+  }
+  int native_calls = 0;
+
+ private:
+  // Every rank publishes its bytes, then reduces all ranks' in rank order (so every rank
+  // computes the same bits).
+  template <typename Reduce>
+  void reduce_through_slots(const void* in, void* out, std::size_t bytes, Reduce reduce) {
+    std::vector<unsigned char>& mine = job_.slot(rank_);
+    if (mine.size() < bytes) mine.resize(bytes);  // first use only
+    std::memcpy(mine.data(), in, bytes);
+    job_.barrier(rank_);
+    std::memcpy(out, job_.slot(0).data(), bytes);
+    for (int r = 1; r < job_.hub.n(); ++r) reduce(out, job_.slot(r).data(), bytes);
+    job_.barrier(rank_);  // nobody overwrites a slot before everyone has read it
+  }
+
+  ThreadJob& job_;
+  int rank_;
+  ThreadTransport transport_;
+  CpuDevice device_;
+};
+
+}  // namespace stragglar::testing
