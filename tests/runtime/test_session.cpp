@@ -19,6 +19,7 @@
 
 #include "runtime/element.hpp"
 #include "runtime/session.hpp"
+#include "runtime/transport_agreement.hpp"
 #include "thread_engine.hpp"
 
 // ---- counting allocations (hot-path test) ------------------------------------------------------
@@ -336,6 +337,28 @@ TEST(Session, SpecialValuesGiveIdenticalBitsAndFollowOneRule) {
         }
       }
     }
+  }
+}
+
+// ---- the agreement over a bare transport (engines without a collective: UCX) -----------------------
+TEST(TransportAgreement, EveryRankGetsTheElementwiseMaxForAnyN) {
+  for (int n = 1; n <= 9; ++n) {
+    testing::ThreadHub hub(n);
+    std::vector<std::vector<std::int64_t>> got(static_cast<std::size_t>(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        testing::ThreadTransport t(hub, r);
+        std::vector<std::int64_t> v = {r, -r, (r * 7919) % 13, r == n / 2 ? 1000 : -1000}, scratch;
+        detail::transport_max(t, v, scratch, 0);
+        got[static_cast<std::size_t>(r)] = v;
+      });
+    for (auto& t : threads) t.join();
+    int argmax = 0;
+    for (int r = 0; r < n; ++r)
+      if ((r * 7919) % 13 > (argmax * 7919) % 13) argmax = r;
+    const std::vector<std::int64_t> want = {n - 1, 0, (argmax * 7919) % 13, 1000};
+    for (int r = 0; r < n; ++r) EXPECT_EQ(got[static_cast<std::size_t>(r)], want) << "n=" << n << " rank " << r;
   }
 }
 
