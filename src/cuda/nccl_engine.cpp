@@ -1,0 +1,145 @@
+// The NCCL engine and its call protocol (nccl_engine.hpp).
+#include "nccl_engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "cuda_check.hpp"
+#include "stragglar/nccl.hpp"
+
+namespace stragglar::detail {
+namespace {
+
+// The NCCL errors a call must not ignore: a failed peer, a failed earlier kernel.
+void check_async(ncclComm_t comm) {
+  ncclResult_t r = ncclSuccess;
+  STRAGGLAR_NCCL_CHECK(ncclCommGetAsyncError(comm, &r));
+  if (r == ncclSuccess || r == ncclInProgress) return;
+  throw Error(r == ncclRemoteError ? ErrorCode::RemoteError : ErrorCode::SystemError,
+              std::string("NCCL reports an asynchronous error on this communicator: ") + ncclGetErrorString(r) +
+                  " (ncclCommGetAsyncError)");
+}
+
+int device_of(ncclComm_t comm) {
+  require(comm != nullptr, "stragglarNcclAllReduce: comm is a null ncclComm_t, expected a communicator");
+  int device = 0;
+  STRAGGLAR_NCCL_CHECK(ncclCommCuDevice(comm, &device));
+  return device;
+}
+
+}  // namespace
+
+DeviceGuard::DeviceGuard(int device) {
+  STRAGGLAR_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (previous_ != device) STRAGGLAR_CUDA_CHECK(cudaSetDevice(device));
+}
+DeviceGuard::~DeviceGuard() {
+  int now = previous_;
+  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
+}
+
+// ---- NcclEngine ---------------------------------------------------------------------------------
+NcclEngine::NcclEngine(ncclComm_t comm, int device, double timeout_s)
+    : comm_(comm), device_id_(device), timeout_s_(timeout_s), transport_(comm, nullptr, timeout_s),
+      device_(nullptr, device) {
+  STRAGGLAR_CUDA_CHECK(cudaEventCreateWithFlags(&call_done_, cudaEventDisableTiming));
+  STRAGGLAR_CUDA_CHECK(cudaEventCreateWithFlags(&agreed_, cudaEventDisableTiming));
+}
+
+NcclEngine::~NcclEngine() {
+  if (pending_) return;  // a timed-out agreement may still write these: keep them
+  if (host_ != nullptr) (void)cudaFreeHost(host_);
+  if (dev_ != nullptr) (void)cudaFree(dev_);
+  (void)cudaEventDestroy(call_done_);
+  (void)cudaEventDestroy(agreed_);
+}
+
+void NcclEngine::begin_call(cudaStream_t stream) {
+  if (have_last_ && stream != last_stream_) STRAGGLAR_CUDA_CHECK(cudaStreamWaitEvent(stream, call_done_, 0));
+  transport_.set_stream(stream);
+  device_.set_stream(stream);
+}
+
+void NcclEngine::end_call(cudaStream_t stream) noexcept {
+  if (cudaEventRecord(call_done_, stream) == cudaSuccess) {
+    last_stream_ = stream;
+    have_last_ = true;
+  }
+}
+
+// One ncclAllReduce(max) of int64 on the call's stream, through engine-owned pinned and device
+// memory, polled with the timeout (the host never blocks without bound).
+void NcclEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
+  if (pending_) throw Error(ErrorCode::Internal, "NcclEngine: an earlier agreement is still pending");
+  const std::size_t bytes = values.size() * sizeof(std::int64_t);
+  if (values.size() > capacity_) {
+    if (host_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFreeHost(host_));
+    if (dev_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFree(dev_));
+    host_ = dev_ = nullptr;
+    capacity_ = 0;
+    STRAGGLAR_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_), bytes));
+    STRAGGLAR_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), bytes));
+    capacity_ = values.size();
+  }
+  const cudaStream_t stream = transport_.stream();
+  std::copy(values.begin(), values.end(), host_);
+  pending_ = true;
+  STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(dev_, host_, bytes, cudaMemcpyHostToDevice, stream));
+  cuda::settle_nccl(comm_, ncclAllReduce(dev_, dev_, values.size(), ncclInt64, ncclMax, comm_, stream),
+                    "ncclAllReduce (argument check)", timeout_s);
+  STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(host_, dev_, bytes, cudaMemcpyDeviceToHost, stream));
+  STRAGGLAR_CUDA_CHECK(cudaEventRecord(agreed_, stream));
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned polls = 0;; ++polls) {
+    const cudaError_t q = cudaEventQuery(agreed_);
+    if (q == cudaSuccess) break;
+    if (q != cudaErrorNotReady) cuda::throw_cuda(q, "cudaEventQuery (argument check)");
+    check_async(comm_);
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
+      throw Error(ErrorCode::Timeout,
+                  "the ncclAllReduce of the argument check did not complete within " + std::to_string(timeout_s) +
+                      " s (STRAGGLAR_TIMEOUT_S): a peer is later than the timeout, stopped, died, or called "
+                      "with different arguments (or earlier work on this stream never ends); abort the "
+                      "communicator (ncclCommAbort)");
+    if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  pending_ = false;
+  std::copy(host_, host_ + values.size(), values.begin());
+}
+
+void NcclEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op) {
+  cuda::settle_nccl(comm_, ncclAllReduce(sendbuf, recvbuf, count, to_nccl(t), to_nccl(op), comm_, transport_.stream()),
+                    "ncclAllReduce (native)", timeout_s_);
+}
+
+// ---- NcclSession ----------------------------------------------------------------------------------
+NcclSession::NcclSession(ncclComm_t comm, double timeout_s)
+    : engine_(comm, device_of(comm), timeout_s), session_(engine_, "stragglarNcclAllReduce") {}
+
+void NcclSession::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                            cudaStream_t stream, const Options& opts, PhaseSelection phases) {
+  DeviceGuard guard(engine_.device_id());
+  try {
+    check_async(engine_.comm());
+  } catch (const Error& e) {
+    session_.mark_broken(e);  // the call below then fails with it
+  }
+  engine_.begin_call(stream);
+  try {
+    session_.allreduce(sendbuf, recvbuf, count, dtype, op, opts, phases);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {  // a failed kernel launch
+      const Error err(ErrorCode::SystemError, std::string("stragglarNcclAllReduce: ") + cudaGetErrorName(e) + " (" +
+                                                  cudaGetErrorString(e) + ")");
+      session_.mark_broken(err);
+      throw err;
+    }
+  } catch (...) {
+    engine_.end_call(stream);
+    throw;
+  }
+  engine_.end_call(stream);
+}
+
+}  // namespace stragglar::detail

@@ -1,0 +1,89 @@
+// The NCCL engine of the runtime core and the call protocol around it (internal): what the
+// NCCL front-end (nccl_allreduce.cpp) keeps per ncclComm_t and what the PyTorch backend keeps
+// per process group for CUDA tensors.
+#pragma once
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <span>
+
+#include "cuda_device.hpp"
+#include "nccl_transport.hpp"
+#include "runtime/session.hpp"
+
+namespace stragglar::detail {
+
+// NcclTransport and CudaDevice on the call's stream; the agreement as one small
+// ncclAllReduce(max) on engine-owned pinned/device memory, polled with the timeout and
+// ncclCommGetAsyncError; ncclAllReduce as `native`.
+class NcclEngine final : public Engine {
+ public:
+  NcclEngine(ncclComm_t comm, int device, double timeout_s);
+  ~NcclEngine() override;
+  NcclEngine(const NcclEngine&) = delete;
+  NcclEngine& operator=(const NcclEngine&) = delete;
+
+  Transport& transport() override { return transport_; }
+  Device& device() override { return device_; }
+  void agree_max(std::span<std::int64_t> values, double timeout_s) override;
+  void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op) override;
+  // A broken stream may never finish: its kernels and receives still target scratch.
+  bool writes_may_be_pending() const override { return true; }
+
+  ncclComm_t comm() const noexcept { return comm_; }
+  int device_id() const noexcept { return device_id_; }
+  // Calls may come on different streams and share scratch: a new stream first waits for the
+  // end of the previous call, recorded on that call's own stream when it ended (so a stream
+  // the caller has destroyed since is never touched).
+  void begin_call(cudaStream_t stream);
+  void end_call(cudaStream_t stream) noexcept;
+
+ private:
+  ncclComm_t comm_;
+  int device_id_;
+  double timeout_s_;
+  NcclTransport transport_;
+  CudaDevice device_;
+  cudaEvent_t call_done_ = nullptr;
+  cudaEvent_t agreed_ = nullptr;
+  cudaStream_t last_stream_ = nullptr;
+  bool have_last_ = false;
+  std::int64_t* host_ = nullptr;  // pinned
+  std::int64_t* dev_ = nullptr;
+  std::size_t capacity_ = 0;
+  bool pending_ = false;  // a timed-out agreement may still write host_/dev_
+};
+
+// An NcclEngine with its Session and the protocol every call follows: on the communicator's
+// device, the asynchronous-error check, the stream hand-off, the core's allreduce, the launch
+// check. Not thread-safe (one caller at a time, like the NCCL communicator).
+class NcclSession {
+ public:
+  NcclSession(ncclComm_t comm, double timeout_s);  // queries the communicator's device
+  void allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                 cudaStream_t stream, const Options& opts, PhaseSelection phases = PhaseSelection::all);
+  Session& session() noexcept { return session_; }
+  NcclEngine& engine() noexcept { return engine_; }
+  // A broken session's GPU work may never finish and still write its memory: its owner must
+  // leak it (std::unique_ptr::release) instead of destroying it.
+  bool broken() const noexcept { return session_.broken(); }
+
+ private:
+  NcclEngine engine_;
+  Session session_;
+};
+
+// Restores the caller's current device on scope exit.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+}  // namespace stragglar::detail
