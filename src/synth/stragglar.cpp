@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "schedule/schedule_sink.hpp"
 #include "stragglar/error.hpp"
 #include "synth/stragglar_internal.hpp"
 #include "synth/synth_internal.hpp"
@@ -98,32 +99,33 @@ void add_straggler_exchange(Round& round, int n, int r, int partner) {
 
 void add_straggler_exchange(Round& round, int n, int r) { add_straggler_exchange(round, n, r, r % (n - 1)); }
 
-void canonicalize(std::vector<Round>& rounds) {
-  std::vector<int> slot;
-  Round sorted;  // buffer reused across rounds (swapped with each round)
-  for (Round& round : rounds) {
-    // Single-port rounds have distinct senders: a bucket per sender orders them in O(n).
-    int max_src = -1;
-    for (const Transfer& t : round) max_src = std::max(max_src, t.src);
-    slot.assign(static_cast<std::size_t>(max_src + 1), -1);
-    bool distinct = true;
-    for (std::size_t i = 0; i < round.size() && distinct; ++i) {
-      int& s = slot[static_cast<std::size_t>(round[i].src)];
-      distinct = s < 0;
-      s = static_cast<int>(i);
-    }
-    if (distinct) {
-      sorted.clear();
-      sorted.reserve(round.size());
-      for (int i : slot)
-        if (i >= 0) sorted.push_back(std::move(round[static_cast<std::size_t>(i)]));
-      round.swap(sorted);
-    } else {
-      std::sort(round.begin(), round.end(), [](const Transfer& a, const Transfer& b) {
-        return std::pair(a.src, a.dst) < std::pair(b.src, b.dst);
-      });
-    }
+void RoundSorter::operator()(Round& round) {
+  // Single-port rounds have distinct senders: a bucket per sender orders them in O(n).
+  int max_src = -1;
+  for (const Transfer& t : round) max_src = std::max(max_src, t.src);
+  slot_.assign(static_cast<std::size_t>(max_src + 1), -1);
+  bool distinct = true;
+  for (std::size_t i = 0; i < round.size() && distinct; ++i) {
+    int& s = slot_[static_cast<std::size_t>(round[i].src)];
+    distinct = s < 0;
+    s = static_cast<int>(i);
   }
+  if (distinct) {
+    sorted_.clear();
+    sorted_.reserve(round.size());
+    for (int i : slot_)
+      if (i >= 0) sorted_.push_back(std::move(round[static_cast<std::size_t>(i)]));
+    round.swap(sorted_);
+  } else {
+    std::sort(round.begin(), round.end(), [](const Transfer& a, const Transfer& b) {
+      return std::pair(a.src, a.dst) < std::pair(b.src, b.dst);
+    });
+  }
+}
+
+void canonicalize(std::vector<Round>& rounds) {
+  RoundSorter sort;  // buffer reused across rounds (swapped with each round)
+  for (Round& round : rounds) sort(round);
 }
 
 Schedule synthesize_stragglar(int n, int straggler, const SynthOptions& opts) {
@@ -135,18 +137,29 @@ Schedule synthesize_stragglar(int n, int straggler, const SynthOptions& opts) {
   require(opts.pipeline >= 0 && opts.pipeline <= kMaxPipeline,
           "stragglar: pipeline = " + std::to_string(opts.pipeline) + ", expected 0 (auto) or 1.." +
               std::to_string(kMaxPipeline));
-  const int m = n - 1;
   const int K = opts.pipeline == kPipelineAuto ? choose_pipeline(n, opts.bytes, opts.cost) : opts.pipeline;
+  ScheduleCollector schedule;
+  if (straggler == n - 1) {
+    emit_stragglar(n, K, schedule);
+  } else {
+    const std::vector<int> perm = straggler_relabeling(n, straggler);
+    RelabelingSink relabeled(perm, schedule);
+    emit_stragglar(n, K, relabeled);
+  }
+  return schedule.take();
+}
+
+void emit_stragglar(int n, int K, ScheduleSink& out) {
+  require(n >= kMinRanks && n <= kMaxRanks,
+          "stragglar: nranks = " + std::to_string(n) + ", expected " + std::to_string(kMinRanks) +
+              ".." + std::to_string(kMaxRanks));
+  require(K >= 1 && K <= kMaxPipeline,
+          "stragglar: pipeline = " + std::to_string(K) + ", expected 1.." + std::to_string(kMaxPipeline));
+  const int m = n - 1;
   require(static_cast<long long>(K) * m <= kMaxChunks,
           "stragglar: pipeline = " + std::to_string(K) + " gives " + std::to_string(static_cast<long long>(K) * m) +
               " chunks on " + std::to_string(n) + " ranks, expected at most " + std::to_string(kMaxChunks));
-
-  Schedule s;
-  s.algorithm = "stragglar";
-  s.nranks = n;
-  s.straggler = n - 1;
-  s.nchunks = K * m;
-  s.ports = 1;
+  out.begin(ScheduleHeader{"stragglar", n, n - 1, K * m, 1});
 
   // Precondition (§3.1): rank i ends with the partial sum over ranks 0..n-2 of chunks
   // {i, i+m, ..., i+(K-1)m} — exactly the chunks it reduces with σ in rounds i, i+m, ...
@@ -157,27 +170,27 @@ Schedule synthesize_stragglar(int n, int straggler, const SynthOptions& opts) {
     members[i] = i;
     for (int k = 0; k < K; ++k) groups[i].push_back(i + k * m);
   }
-  Phase rs{"reduce_scatter", false, ring_reduce_scatter(members, groups)};
+  const RoundFn emit = [&](Round& round) { out.add_round(round); };
+  out.begin_phase("reduce_scatter", false);
+  ring_reduce_scatter(members, groups, emit);
 
-  std::vector<Round> ar;
+  out.begin_phase("allreduce", true);
   const bool pow2 = (n & (n - 1)) == 0;
   if (pow2) {
-    ar = stragglar_pow2_rounds(n, K);
-  } else if (auto near = K == 1 ? stragglar_near_pow2_rounds(n) : std::nullopt) {
+    stragglar_pow2_rounds(n, K, emit);  // round by round: the largest n are powers of two
+    out.end();
+    return;
+  }
+  std::vector<Round> ar;
+  if (auto near = K == 1 ? stragglar_near_pow2_rounds(n) : std::nullopt) {
     ar = std::move(*near);
   } else if (auto rounds = stragglar_deadline_rounds(n, K, K * m + ceil_log2(n) - 1)) {
     ar = std::move(*rounds);
   } else {
     ar = stragglar_matching_rounds(n, K);
   }
-  Phase allreduce{"allreduce", true, std::move(ar)};
-  // Not `s.phases = {rs, allreduce}`: an initializer_list would deep-copy every transfer.
-  s.phases.reserve(2);
-  s.phases.push_back(std::move(rs));
-  s.phases.push_back(std::move(allreduce));
-
-  if (straggler == n - 1) return s;
-  return relabel(std::move(s), straggler_relabeling(n, straggler));
+  for (Round& round : ar) out.add_round(round);
+  out.end();
 }
 
 }  // namespace detail

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "stragglar/schedule.hpp"
+#include "synth/synth_internal.hpp"
 
 namespace stragglar::detail {
 
@@ -25,6 +26,8 @@ int ceil_log2(int n);
 // generalised to K·(n-1) chunks. Exactly K(n-1) + log2(n) - 1 rounds.
 // src/synth/stragglar_pow2.cpp.
 std::vector<Round> stragglar_pow2_rounds(int n, int pipeline);
+// The same, round by round.
+void stragglar_pow2_rounds(int n, int pipeline, const RoundFn& emit);
 
 // K = 1 and n in the upper third below a power of two (3n ≥ 2N + 3 − L, N = 2^L, L = ⌈log2 n⌉):
 // Algorithm 1's structure with N − n "double" ranks, exactly n + L − 2 rounds (the bound) when
@@ -53,7 +56,17 @@ std::optional<std::vector<Round>> stragglar_flow_attempt(int n, int pipeline, st
 void add_straggler_exchange(Round& round, int n, int r);
 void add_straggler_exchange(Round& round, int n, int r, int partner);
 
-// Sorts the transfers of every round by (src, dst): schedules are compared as data.
+// Sorts the transfers of a round by (src, dst): schedules are compared as data. Keeps its
+// buffers from round to round.
+class RoundSorter {
+ public:
+  void operator()(Round& round);
+
+ private:
+  std::vector<int> slot_;
+  Round sorted_;
+};
+// The same for every round.
 void canonicalize(std::vector<Round>& rounds);
 
 }  // namespace stragglar::detail

@@ -41,6 +41,12 @@
 namespace stragglar::detail {
 
 std::vector<Round> stragglar_pow2_rounds(int n, int pipeline) {
+  std::vector<Round> rounds;
+  stragglar_pow2_rounds(n, pipeline, [&](Round& r) { rounds.push_back(std::move(r)); });
+  return rounds;
+}
+
+void stragglar_pow2_rounds(int n, int pipeline, const RoundFn& emit) {
   const int m = n - 1;
   const int L = ceil_log2(n);
   require(n >= 2 && (1 << L) == n,
@@ -60,14 +66,15 @@ std::vector<Round> stragglar_pow2_rounds(int n, int pipeline) {
     return g < nchunks ? g : nchunks + L;
   };
 
-  std::vector<Round> rounds(total_rounds);
+  Round round;
+  RoundSorter sort;
   std::vector<int> received(m);
   std::vector<int> P, Q;
   P.reserve(m);
   Q.reserve(m + 1);
   std::vector<std::vector<int>> by_chunk(L);  // by_chunk[a]: holders of c_{oldest+1+a}
   for (int r = 0; r < total_rounds; ++r) {
-    Round& round = rounds[r];
+    round.clear();
     round.reserve(static_cast<std::size_t>(n));
     const int busy = r < nchunks ? r % m : -1;
     if (busy >= 0) add_straggler_exchange(round, n, r);
@@ -131,9 +138,9 @@ std::vector<Round> stragglar_pow2_rounds(int n, int pipeline) {
     for (int x = 0; x < m; ++x)
       if (received[x] >= 0) active[x] = received[x];
     if (busy >= 0) active[busy] = r;
+    sort(round);
+    emit(round);
   }
-  canonicalize(rounds);
-  return rounds;
 }
 
 }  // namespace stragglar::detail

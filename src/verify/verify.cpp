@@ -11,11 +11,9 @@
 // How, so that n = 4096 (33.5 million transfers) verifies in a fraction of a second and in
 // O(n²) bits of set state (issue #15):
 //   1. One pass in schedule order checks everything that needs no sets (ranks, ports, the
-//      straggler rule, chunk ranges and order), adds up the β cost, and counts each chunk's
-//      transfers.
-//   2. A second pass lists each chunk's transfers in schedule order (4 bytes each: src, dst, op
-//      and "first of a new round"), chunk by chunk in one array.
-//   3. The chunks are independent: each is simulated alone, with one set per rank — n sets of
+//      straggler rule, chunk ranges and order), adds up the β cost, and appends each transfer to
+//      the list of each of its chunks (4 bytes: src, dst, op, "first of a new round").
+//   2. The chunks are independent: each is simulated alone, with one set per rank — n sets of
 //      n bits at most, reused from chunk to chunk. A set is a pair of rank intervals held in
 //      the 8-byte handle itself (what every synthesized schedule produces: ring hops add a
 //      neighbour, σ completes a range, copies share), or a bitset with a reference count when
@@ -27,12 +25,16 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <span>
 #include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "schedule/packed_schedule.hpp"
@@ -64,6 +66,7 @@ class ScheduleSource {
   const std::string& phase_name(std::size_t p) const { return s_.phases[p].name; }
   bool phase_waits(std::size_t p) const { return s_.phases[p].waits_for_straggler; }
   std::size_t phase_rounds(std::size_t p) const { return s_.phases[p].rounds.size(); }
+  std::size_t round_size(std::size_t p, std::size_t r) const { return s_.phases[p].rounds[r].size(); }
   // f(transfer index in the round, TransferView) → false stops; returns false when stopped.
   template <class F>
   bool visit_round(std::size_t p, std::size_t r, F&& f) const {
@@ -90,6 +93,10 @@ class PackedSource {
   const std::string& phase_name(std::size_t p) const { return s_.phases()[p].name; }
   bool phase_waits(std::size_t p) const { return s_.phases()[p].waits_for_straggler; }
   std::size_t phase_rounds(std::size_t p) const { return s_.phases()[p].end_round - s_.phases()[p].first_round; }
+  std::size_t round_size(std::size_t p, std::size_t r) const {
+    const std::size_t g = s_.phases()[p].first_round + r;
+    return s_.round_begin(g + 1) - s_.round_begin(g);
+  }
   template <class F>
   bool visit_round(std::size_t p, std::size_t r, F&& f) const {
     const std::size_t g = s_.phases()[p].first_round + r;
@@ -165,6 +172,20 @@ class RankSets {
       if (q.b == p.a) return inline_handle({q.a, p.b});
       return p.a < q.a ? inline_handle(p, q) : inline_handle(q, p);
     }
+    if (!is_arena(x) && !is_arena(y)) {
+      // Merge the two sorted interval lists, joining touching ends (a ring pass that wrapped
+      // around: two intervals, one more rank).
+      Interval a[2], b[2], all[4];
+      const int ka = intervals(x, a), kb = intervals(y, b);
+      int m = 0;
+      for (int i = 0, j = 0; i < ka || j < kb;) {
+        const Interval next = (j >= kb || (i < ka && a[i].a < b[j].a)) ? a[i++] : b[j++];
+        if (m > 0 && all[m - 1].b == next.a) all[m - 1].b = next.b;
+        else all[m++] = next;
+      }
+      if (m <= 2) return m == 1 ? inline_handle(all[0]) : inline_handle(all[0], all[1]);
+      return to_bitset(all, m, size(x) + size(y));
+    }
     return unite_general(x, y);
   }
 
@@ -194,25 +215,16 @@ class RankSets {
     return false;
   }
 
+  [[gnu::noinline]] Handle to_bitset(const Interval* all, int m, int count) {
+    const std::uint32_t i = allocate();
+    std::uint64_t* out = bits(i);
+    std::fill(out, out + words_, 0);
+    for (int j = 0; j < m; ++j) set_range(out, all[j]);
+    count_[i] = count;
+    return arena_handle(i);
+  }
+  // At least one of x, y is a bitset.
   [[gnu::noinline]] Handle unite_general(Handle x, Handle y) {
-    if (!is_arena(x) && !is_arena(y)) {
-      // Merge the two sorted interval lists, joining touching ends.
-      Interval a[2], b[2], all[4];
-      const int ka = intervals(x, a), kb = intervals(y, b);
-      int m = 0;
-      for (int i = 0, j = 0; i < ka || j < kb;) {
-        const Interval next = (j >= kb || (i < ka && a[i].a < b[j].a)) ? a[i++] : b[j++];
-        if (m > 0 && all[m - 1].b == next.a) all[m - 1].b = next.b;
-        else all[m++] = next;
-      }
-      if (m <= 2) return m == 1 ? inline_handle(all[0]) : inline_handle(all[0], all[1]);
-      const std::uint32_t i = allocate();
-      std::uint64_t* out = bits(i);
-      std::fill(out, out + words_, 0);
-      for (int j = 0; j < m; ++j) set_range(out, all[j]);
-      count_[i] = size(x) + size(y);
-      return arena_handle(i);
-    }
     if (is_arena(x) && !is_arena(y)) std::swap(x, y);
     // y is in the arena; x either
     const int total = size(x) + size(y);
@@ -344,15 +356,79 @@ struct ChunkFault {
   std::vector<bool> overlap;
 };
 
+// Each chunk's entries in schedule order, appended while the schedule is read once: blocks that
+// grow from 16 to 1024 entries per chunk (a header may promise 2^24 chunks and touch a few),
+// carved from 1 MB slabs.
+class ChunkEntries {
+ public:
+  void resize(std::size_t ids) { lists_.resize(ids); }
+  std::size_t ids() const { return lists_.size(); }
+  void push(std::size_t k, std::uint32_t e) {
+    List& l = lists_[k];
+    if (l.cur == l.end) grow(l);
+    *l.cur++ = e;
+  }
+  // f(span) for each block of chunk k, in order.
+  template <class F>
+  void for_each_span(std::size_t k, F&& f) const {
+    const List& l = lists_[k];
+    for (std::size_t b = 0; b < l.blocks.size(); ++b) {
+      const bool last = b + 1 == l.blocks.size();
+      const std::uint32_t* begin = l.blocks[b].first;
+      f(std::span<const std::uint32_t>(begin, last ? l.cur : begin + l.blocks[b].second));
+    }
+  }
+
+ private:
+  struct List {
+    std::uint32_t* cur = nullptr;
+    std::uint32_t* end = nullptr;
+    std::vector<std::pair<std::uint32_t*, std::size_t>> blocks;  // start, capacity
+  };
+  static constexpr std::size_t kSlab = std::size_t{1} << 18, kFirst = 16, kLargest = 1024;
+
+  void grow(List& l) {
+    const std::size_t size = l.blocks.empty() ? kFirst : std::min(kLargest, 2 * l.blocks.back().second);
+    if (static_cast<std::size_t>(slab_end_ - slab_cur_) < size) {
+      slabs_.emplace_back(new std::uint32_t[kSlab]);
+      slab_cur_ = slabs_.back().get();
+      slab_end_ = slab_cur_ + kSlab;
+    }
+    l.blocks.emplace_back(slab_cur_, size);
+    l.cur = slab_cur_;
+    l.end = slab_cur_ + size;
+    slab_cur_ += size;
+  }
+
+  std::vector<List> lists_;
+  std::vector<std::unique_ptr<std::uint32_t[]>> slabs_;
+  std::uint32_t* slab_cur_ = nullptr;
+  std::uint32_t* slab_end_ = nullptr;
+};
+
 // Simulates one chunk at a time; state is reused across chunks.
 class ChunkSimulator {
  public:
   explicit ChunkSimulator(int n) : n_(n), sets_(n), slots_(static_cast<std::size_t>(n)) {}
 
-  // Runs the chunk's entries; returns the index of the first faulty entry (described in `fault`
+  // Runs chunk k's entries; returns the index of the first faulty entry (described in `fault`
   // when given), or kNone.
-  std::uint32_t run(std::span<const std::uint32_t> entries, ChunkFault* fault = nullptr) {
+  // `parts`: the entries of consecutive stretches of the schedule, in order.
+  std::uint32_t run(std::span<const ChunkEntries> parts, std::size_t k, ChunkFault* fault = nullptr) {
     start_chunk();
+    std::uint32_t base = 0, result = kNone;
+    for (const ChunkEntries& part : parts)
+      part.for_each_span(k, [&](std::span<const std::uint32_t> span) {
+        if (result != kNone) return;
+        const std::uint32_t j = run_span(span, fault);
+        if (j != kNone) result = base + j;
+        base += static_cast<std::uint32_t>(span.size());
+      });
+    if (result == kNone) end_round();
+    return result;
+  }
+
+  std::uint32_t run_span(std::span<const std::uint32_t> entries, ChunkFault* fault) {
     const std::uint32_t* e = entries.data();
     const auto count = static_cast<std::uint32_t>(entries.size());
     for (std::uint32_t j = 0; j < count; ++j) {
@@ -384,7 +460,6 @@ class ChunkSimulator {
         to.cur = sets_.unite(to.old, from);
       }
     }
-    end_round();
     return kNone;
   }
 
@@ -449,78 +524,137 @@ class ChunkSimulator {
 
 // ---- The verifier ------------------------------------------------------------------------
 
+// A stretch of rounds read by one thread: its chunk entries, β costs and first violation.
+struct Part {
+  std::size_t first_round = 0, end_round = 0;  // rounds of the whole schedule
+  ChunkEntries entries;
+  std::vector<std::uint32_t> last_round;  // per chunk id: the round of its last entry
+  std::vector<double> round_cost;         // per round read without a violation
+  std::vector<char> round_waits;
+  bool stopped = false;  // a violation; the (transfer, chunk) pairs before it have entries
+  std::string error;
+  std::size_t stop_round = 0, stop_transfer = 0, stop_chunks = 0;
+};
+
+// Runs f(i) for i in [0, count) on up to `threads` threads; rethrows the first exception.
+template <class F>
+void parallel_for(std::size_t count, int threads, F&& f) {
+  if (threads <= 1 || count <= 1) {
+    for (std::size_t i = 0; i < count; ++i) f(i);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        for (std::size_t i = static_cast<std::size_t>(t); i < count; i += static_cast<std::size_t>(threads)) f(i);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+  try {
+    for (std::size_t i = 0; i < count; i += static_cast<std::size_t>(threads)) f(i);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 template <class Source>
 class Verifier {
  public:
-  explicit Verifier(const Source& s) : s_(s), n_(s.nranks()), nchunks_(s.nchunks()) {}
+  // threads = 0: one per core (at most 4) for schedules of a million transfers or more, else 1.
+  Verifier(const Source& s, int threads) : s_(s), n_(s.nranks()), nchunks_(s.nchunks()), requested_(threads) {}
 
   VerifyReport run() {
     VerifyReport rep;
     if (!check_header(rep)) return rep;
-    structural_pass(rep);
-    map_chunks();
-    fill_index();
-    ChunkSimulator sim(n_);
-    std::vector<std::uint32_t> fault_at;  // per chunk id: its first faulty entry (once there is one)
-    std::uint32_t best_rank = kNone;
-    std::size_t best_id = 0;
-    for (std::size_t k = 0; k < ids(); ++k) {
-      const std::uint32_t j = sim.run(entries(k));
-      if (j != kNone) {
-        if (fault_at.empty()) fault_at.assign(ids(), kNone);
-        fault_at[k] = j;
-        continue;
+    for (std::size_t p = 0; p < s_.nphases(); ++p) rep.rounds_per_phase.push_back(static_cast<int>(s_.phase_rounds(p)));
+    read_schedule();
+    for (std::size_t i = 0; i < used_parts_; ++i) entries_.push_back(std::move(parts_[i].entries));
+    // Each chunk alone; chunks are shared out among the threads, each with its own simulator.
+    const std::size_t ids = sparse_ ? chunk_ids_.size() : static_cast<std::size_t>(nchunks_);
+    std::vector<std::uint32_t> fault_at(ids, kNone);
+    struct Worst {
+      int rank = -1, chunk = 0;
+      bool fault = false;
+    };
+    std::vector<Worst> worst(static_cast<std::size_t>(threads_));
+    std::vector<std::unique_ptr<ChunkSimulator>> sims(static_cast<std::size_t>(threads_));
+    const std::size_t stride = (ids + static_cast<std::size_t>(threads_) - 1) / static_cast<std::size_t>(threads_);
+    parallel_for(static_cast<std::size_t>(threads_), threads_, [&](std::size_t t) {
+      sims[t] = std::make_unique<ChunkSimulator>(n_);
+      ChunkSimulator& sim = *sims[t];
+      Worst& w = worst[t];
+      for (std::size_t k = t * stride; k < std::min(ids, (t + 1) * stride); ++k) {
+        const std::uint32_t j = sim.run(entries_, k);
+        if (j != kNone) {
+          fault_at[k] = j;
+          w.fault = true;
+          continue;
+        }
+        if (w.fault) continue;  // a fault will be reported, not completeness
+        const std::uint32_t r = sim.first_incomplete();
+        const int c = chunk_of(k);
+        if (r != kNone && (w.rank < 0 || std::pair(static_cast<int>(r), c) < std::pair(w.rank, w.chunk))) {
+          w.rank = static_cast<int>(r);
+          w.chunk = c;
+        }
       }
-      if (!fault_at.empty()) continue;
-      const std::uint32_t r = sim.first_incomplete();
-      if (r != kNone && (best_rank == kNone || r < best_rank)) {  // ids ascend with chunks
-        best_rank = r;
-        best_id = k;
-      }
-    }
-    if (!fault_at.empty()) return report_fault(rep, sim, fault_at);
-    if (stopped_) {
-      rep.message = structural_error_;
-      finish_costs(rep, stop_round_);
+    });
+    ChunkSimulator& sim = *sims[0];
+    for (const Worst& w : worst)
+      if (w.fault) return report_fault(rep, sim, fault_at);
+    const Part& last = parts_[used_parts_ - 1];
+    if (last.stopped) {
+      rep.message = last.error;
+      rep.rounds_per_phase.resize(phase_of_round(last.stop_round) + 1);
+      finish_costs(rep, last.stop_round);
       return rep;
     }
-    finish_costs(rep, round_cost_.size());
-    // Completeness: the first (rank, chunk) in rank-major order. A chunk no transfer touches
-    // (only possible with sparse ids) leaves rank 0 incomplete.
-    std::size_t chunk = 0;
-    int rank = -1;
-    if (best_rank != kNone) {
-      rank = static_cast<int>(best_rank);
-      chunk = chunk_of(best_id);
-    }
-    if (sparse_ && touched_.size() < static_cast<std::size_t>(nchunks_)) {
-      std::size_t untouched = 0;
-      while (untouched < touched_.size() && touched_[untouched] == static_cast<int>(untouched)) ++untouched;
-      if (rank != 0 || untouched < chunk) {
-        rank = 0;
-        chunk = untouched;
+    finish_costs(rep, std::numeric_limits<std::size_t>::max());
+    // Completeness: the first (rank, chunk) in rank-major order. With sparse ids a chunk no
+    // transfer touches may remain; it leaves rank 0 incomplete.
+    int best_rank = -1, best_chunk = 0;
+    for (const Worst& w : worst)
+      if (w.rank >= 0 && (best_rank < 0 || std::pair(w.rank, w.chunk) < std::pair(best_rank, best_chunk))) {
+        best_rank = w.rank;
+        best_chunk = w.chunk;
+      }
+    if (sparse_ && chunk_ids_.size() < static_cast<std::size_t>(nchunks_)) {
+      std::vector<int> touched = chunk_ids_;
+      std::sort(touched.begin(), touched.end());
+      int untouched = 0;
+      while (static_cast<std::size_t>(untouched) < touched.size() && touched[static_cast<std::size_t>(untouched)] == untouched)
+        ++untouched;
+      if (best_rank != 0 || untouched < best_chunk) {
+        best_rank = 0;
+        best_chunk = untouched;
       }
     }
-    if (rank < 0) {
+    if (best_rank < 0) {
       rep.ok = true;
       return rep;
     }
     std::vector<bool> have(static_cast<std::size_t>(n_), false);
-    have[static_cast<std::size_t>(rank)] = true;
-    if (const std::size_t k = id_of(static_cast<int>(chunk)); k != kNoId) {
-      sim.run(entries(k));
-      have = sim.members_of(rank);
+    have[static_cast<std::size_t>(best_rank)] = true;
+    if (const std::size_t k = find_id(best_chunk); k != kNoId) {
+      sim.run(entries_, k);
+      have = sim.members_of(best_rank);
     }
-    rep.message = "incomplete result: after the last round rank " + std::to_string(rank) + " chunk " +
-                  std::to_string(chunk) + " lacks the contributions of ranks " + describe(have, true);
+    rep.message = "incomplete result: after the last round rank " + std::to_string(best_rank) + " chunk " +
+                  std::to_string(best_chunk) + " lacks the contributions of ranks " + describe(have, true);
     return rep;
   }
 
  private:
   static constexpr std::size_t kNoId = std::numeric_limits<std::size_t>::max();
-  // Above this many chunks, ids go only to the chunks some transfer touches (a header may say
-  // 2^24 chunks and list a few transfers).
-  static constexpr int kDenseChunks = 1 << 20;
+  // Up to this many chunks a chunk is its own id (every synthesized schedule: K(n-1) <= 2^16);
+  // above, ids go to the chunks some transfer touches, in the order they are met.
+  static constexpr int kDenseChunks = 1 << 16;
 
   bool check_header(VerifyReport& rep) {
     const int n = n_;
@@ -548,37 +682,96 @@ class Verifier {
     return o.str();
   }
 
-  // Pass 1: checks that need no sets, β costs, and (dense ids) each chunk's entry count. Stops
-  // at the first violation; the (transfer, chunk) pairs before it are counted — exactly what the
-  // round-by-round verifier had applied when it met the violation.
-  void structural_pass(VerifyReport& rep) {
+  std::size_t find_id(int c) const {
+    if (!sparse_) return static_cast<std::size_t>(c);
+    const auto it = sparse_ids_.find(c);
+    return it == sparse_ids_.end() ? kNoId : it->second;
+  }
+  int chunk_of(std::size_t k) const { return sparse_ ? chunk_ids_[k] : static_cast<int>(k); }
+  std::size_t phase_of_round(std::size_t g) const {
+    std::size_t p = 0;
+    for (std::size_t first = 0; p < s_.nphases(); ++p) {
+      first += s_.phase_rounds(p);
+      if (g < first) break;
+    }
+    return p;
+  }
+
+  // Reading the schedule: every check that needs no sets, β costs, and each chunk's entries, in
+  // stretches of rounds of about equal size, one per thread (one stretch with sparse ids, whose
+  // numbering is shared). The stretches before the first one with a violation, and that one up
+  // to it, are used — exactly what the round-by-round verifier had applied when it stopped.
+  void read_schedule() {
+    sparse_ = nchunks_ > kDenseChunks;
+    std::size_t rounds = 0, transfers = 0;
+    for (std::size_t p = 0; p < s_.nphases(); ++p)
+      for (std::size_t r = 0; r < s_.phase_rounds(p); ++r, ++rounds) transfers += s_.round_size(p, r);
+    threads_ = requested_ > 0 ? requested_
+               : transfers >= (std::size_t{1} << 20)
+                   ? static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1U, 4U))
+                   : 1;
+    const int nparts = sparse_ ? 1 : threads_;
+    parts_.resize(static_cast<std::size_t>(nparts));
+    // Cut where the running transfer count passes i/nparts of the total.
+    std::size_t g = 0, seen = 0, part = 0;
+    for (std::size_t p = 0; p < s_.nphases(); ++p)
+      for (std::size_t r = 0; r < s_.phase_rounds(p); ++r, ++g) {
+        while (part + 1 < parts_.size() &&
+               seen >= transfers * (part + 1) / parts_.size()) {  // this round starts the next part
+          parts_[part].end_round = g;
+          parts_[++part].first_round = g;
+        }
+        seen += s_.round_size(p, r);
+      }
+    parts_[part].end_round = rounds;
+    for (std::size_t i = part + 1; i < parts_.size(); ++i) parts_[i].first_round = parts_[i].end_round = rounds;
+    parallel_for(parts_.size(), nparts, [&](std::size_t i) { read_part(parts_[i]); });
+    used_parts_ = parts_.size();
+    for (std::size_t i = 0; i < parts_.size(); ++i)
+      if (parts_[i].stopped) {
+        used_parts_ = i + 1;
+        break;
+      }
+  }
+  std::size_t id_of(int c) {  // sparse ids (one part only): assigned when first met
+    if (!sparse_) return static_cast<std::size_t>(c);
+    auto [it, added] = sparse_ids_.try_emplace(c, chunk_ids_.size());
+    if (added) {
+      chunk_ids_.push_back(c);
+      parts_[0].entries.resize(chunk_ids_.size());
+      parts_[0].last_round.push_back(kNone);
+    }
+    return it->second;
+  }
+
+  void read_part(Part& part) {
     const int n = n_;
     const bool single_port = s_.ports() == 1;
     const std::optional<int> straggler = s_.straggler();
-    sparse_ = nchunks_ > kDenseChunks;
-    if (!sparse_) count_.assign(static_cast<std::size_t>(nchunks_), 0);
+    if (!sparse_) {
+      part.entries.resize(static_cast<std::size_t>(nchunks_));
+      part.last_round.assign(static_cast<std::size_t>(nchunks_), kNone);
+    }
     struct PortUse {  // per rank: the round it last sent / received in, and how many chunks
       std::uint32_t send_round = 0, recv_round = 0;
       long long sent = 0, received = 0;
     };
     std::vector<PortUse> use(static_cast<std::size_t>(n));
-    std::uint32_t stamp = 0;
-    std::uint32_t* count = count_.data();  // locals: members would be reloaded after every store
-    std::size_t incidences = 0;
-    for (std::size_t p = 0; p < s_.nphases(); ++p) {
-      rep.rounds_per_phase.push_back(static_cast<int>(s_.phase_rounds(p)));
+    std::size_t g = 0;
+    for (std::size_t p = 0; p < s_.nphases() && g < part.end_round; ++p) {
       const bool waits = s_.phase_waits(p);
-      for (std::size_t r = 0; r < s_.phase_rounds(p); ++r) {
-        ++stamp;
+      for (std::size_t r = 0; r < s_.phase_rounds(p) && g < part.end_round; ++r, ++g) {
+        if (g < part.first_round) continue;
+        const auto round = static_cast<std::uint32_t>(g + 1);  // 0: "never"
         long long most = 0;
         const bool complete = s_.visit_round(p, r, [&](std::size_t ti, const TransferView& t) {
-          std::size_t k = 0;  // chunks of t counted so far
+          std::size_t k = 0;  // chunks of t that have entries
           auto err = [&](const std::string& m) {
-            structural_error_ = where(p, r, ti, t) + m;
-            stopped_ = true;
-            stop_round_ = round_cost_.size();
-            stop_transfer_ = ti;
-            stop_chunks_ = k;
+            part.error = where(p, r, ti, t) + m;
+            part.stopped = true;
+            part.stop_round = g;
+            part.stop_transfer = ti;
+            part.stop_chunks = k;
             return false;
           };
           if (t.src < 0 || t.src >= n || t.dst < 0 || t.dst >= n)
@@ -592,172 +785,114 @@ class Verifier {
           }
           PortUse& from = use[static_cast<std::size_t>(t.src)];
           PortUse& to = use[static_cast<std::size_t>(t.dst)];
-          if (from.send_round != stamp) {
-            from.send_round = stamp;
+          if (from.send_round != round) {
+            from.send_round = round;
             from.sent = 0;
           } else if (single_port) {
             return err("port violation: rank " + std::to_string(t.src) + " sends twice in one round (ports = 1)");
           }
-          if (to.recv_round != stamp) {
-            to.recv_round = stamp;
+          if (to.recv_round != round) {
+            to.recv_round = round;
             to.received = 0;
           } else if (single_port) {
             return err("port violation: rank " + std::to_string(t.dst) + " receives twice in one round (ports = 1)");
           }
+          const std::uint32_t fresh = entry(t.src, t.dst, t.op, true), same = fresh & ~kEntryNewRound;
           for (; k < t.chunks.size(); ++k) {
             const int c = t.chunks[k];
             if (c < 0 || c >= nchunks_)
               return err("chunk " + std::to_string(c) + " out of range [0, " + std::to_string(nchunks_) + ")");
             if (k > 0 && c <= t.chunks[k - 1]) return err("chunk list not strictly ascending");
-            if (count) ++count[static_cast<std::size_t>(c)];
-            ++incidences;
+            const std::size_t id = id_of(c);
+            std::uint32_t& last = part.last_round[id];
+            part.entries.push(id, last != round ? fresh : same);
+            last = round;
           }
           const long long size = static_cast<long long>(t.chunks.size());
           most = std::max({most, from.sent += size, to.received += size});
           return true;
         });
-        if (!complete) {
-          incidences_ = incidences;
-          return;
-        }
-        round_cost_.push_back(static_cast<double>(most) / nchunks_);
-        round_waits_.push_back(waits ? 1 : 0);
+        if (!complete) return;
+        part.round_cost.push_back(static_cast<double>(most) / nchunks_);
+        part.round_waits.push_back(waits ? 1 : 0);
       }
-    }
-    incidences_ = incidences;
-    if (incidences_ >= kNone) {  // entries of one chunk are counted in 32 bits
-      structural_error_ = "more than 2^32 - 2 (transfer, chunk) pairs, expected fewer (the verifier's limit)";
-      std::fill(count_.begin(), count_.end(), 0);
-      stopped_ = true;
-      stop_round_ = 0;
-      stop_transfer_ = 0;
-      stop_chunks_ = 0;
     }
   }
 
-  // Visits every counted (transfer, chunk) in schedule order: f(chunk, phase, round in phase,
-  // round in schedule, transfer in round, transfer) → false stops.
+  // Visits, in schedule order, every (transfer, chunk) that has an entry: f(chunk, phase,
+  // round in phase, round in schedule, transfer in round, transfer) → false stops.
   template <class F>
-  void visit_counted(F&& f) const {
+  void visit_entries(F&& f) const {
+    const Part& last_part = parts_[used_parts_ - 1];
+    const bool stopped = last_part.stopped;
     std::size_t g = 0;
     for (std::size_t p = 0; p < s_.nphases(); ++p) {
       for (std::size_t r = 0; r < s_.phase_rounds(p); ++r, ++g) {
-        if (stopped_ && g > stop_round_) return;
-        const bool last = stopped_ && g == stop_round_;
+        if (stopped && g > last_part.stop_round) return;
+        const bool last = stopped && g == last_part.stop_round;
         const bool complete = s_.visit_round(p, r, [&](std::size_t ti, const TransferView& t) {
           std::size_t chunks = t.chunks.size();
-          if (last && ti >= stop_transfer_) {
-            if (ti > stop_transfer_) return false;
-            chunks = stop_chunks_;
+          if (last && ti >= last_part.stop_transfer) {
+            if (ti > last_part.stop_transfer) return false;
+            chunks = last_part.stop_chunks;
           }
           for (std::size_t k = 0; k < chunks; ++k)
             if (!f(t.chunks[k], p, r, g, ti, t)) return false;
-          return !(last && ti == stop_transfer_);
+          return !(last && ti == last_part.stop_transfer);
         });
         if (!complete) return;
       }
     }
   }
 
-  // Sparse ids: the touched chunks, ascending.
-  void map_chunks() {
-    if (!sparse_) return;
-    touched_.reserve(incidences_);
-    visit_counted([&](int c, std::size_t, std::size_t, std::size_t, std::size_t, const TransferView&) {
-      touched_.push_back(c);
-      return true;
-    });
-    std::sort(touched_.begin(), touched_.end());
-    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
-    count_.assign(touched_.size(), 0);
-    visit_counted([&](int c, std::size_t, std::size_t, std::size_t, std::size_t, const TransferView&) {
-      ++count_[id_of(c)];
-      return true;
-    });
-  }
-  std::size_t ids() const { return sparse_ ? touched_.size() : static_cast<std::size_t>(nchunks_); }
-  std::size_t id_of(int c) const {
-    if (!sparse_) return static_cast<std::size_t>(c);
-    const auto it = std::lower_bound(touched_.begin(), touched_.end(), c);
-    return it != touched_.end() && *it == c ? static_cast<std::size_t>(it - touched_.begin()) : kNoId;
-  }
-  std::size_t chunk_of(std::size_t id) const { return sparse_ ? static_cast<std::size_t>(touched_[id]) : id; }
-  std::span<const std::uint32_t> entries(std::size_t k) const {
-    return {index_.get() + offset_[k], offset_[k + 1] - offset_[k]};
-  }
-
-  // Pass 2: each chunk's entries in schedule order, one array.
-  void fill_index() {
-    offset_.assign(ids() + 1, 0);
-    for (std::size_t k = 0; k < ids(); ++k) offset_[k + 1] = offset_[k] + count_[k];
-    count_.clear();
-    count_.shrink_to_fit();
-    index_.reset(new std::uint32_t[offset_.back()]);  // every entry is written below
-    std::vector<std::size_t> fill_at(offset_.begin(), offset_.end() - 1);
-    std::vector<std::uint32_t> last_round_of(ids(), kNone);
-    std::size_t* fill = fill_at.data();
-    std::uint32_t* last_round = last_round_of.data();
-    std::uint32_t* index = index_.get();
-    visit_counted([&](int c, std::size_t, std::size_t, std::size_t g, std::size_t, const TransferView& t) {
-      const std::size_t k = id_of(c);
-      const auto round = static_cast<std::uint32_t>(g);
-      index[fill[k]++] = entry(t.src, t.dst, t.op, last_round[k] != round);
-      last_round[k] = round;
-      return true;
-    });
-  }
-
   // The earliest faulty entry in schedule order: count each chunk's entries again until one is
   // its chunk's first fault.
   VerifyReport& report_fault(VerifyReport& rep, ChunkSimulator& sim, const std::vector<std::uint32_t>& fault_at) {
-    std::vector<std::uint32_t> seen(ids(), 0);
+    std::vector<std::uint32_t> seen(fault_at.size(), 0);
     std::string message;
-    std::size_t fault_phase = 0, fault_round = 0;
-    visit_counted([&](int c, std::size_t p, std::size_t r, std::size_t g, std::size_t ti, const TransferView& t) {
-      const std::size_t k = id_of(c);
+    std::size_t fault_round = 0;
+    visit_entries([&](int c, std::size_t p, std::size_t r, std::size_t g, std::size_t ti, const TransferView& t) {
+      const std::size_t k = find_id(c);
       if (seen[k]++ != fault_at[k]) return true;
       ChunkFault fault;
-      sim.run(entries(k), &fault);
+      sim.run(entries_, k, &fault);
       const std::string d = std::to_string(fault.dst), cs = std::to_string(c);
       message = where(p, r, ti, t) +
                 (fault.copy_conflict ? "rank " + d + " chunk " + cs +
                                            " is written by two transfers in one round and one of them is a copy"
                                      : "double counting: rank " + d + " chunk " + cs +
                                            " already holds the contributions of ranks " + describe(fault.overlap));
-      fault_phase = p;
       fault_round = g;
       return false;
     });
     if (message.empty()) throw Error(ErrorCode::Internal, "verify: a faulty chunk entry was not found again");
     rep.message = message;
-    rep.rounds_per_phase.resize(fault_phase + 1);
+    rep.rounds_per_phase.resize(phase_of_round(fault_round) + 1);
     finish_costs(rep, fault_round);
     return rep;
   }
 
-  // β costs of the rounds before `end` (the totals the round-by-round verifier had when it stopped).
+  // β costs of the rounds before `end`, in order (the totals the round-by-round verifier had
+  // when it stopped).
   void finish_costs(VerifyReport& rep, std::size_t end) const {
     rep.beta_cost_total = rep.beta_cost_waiting = 0;
-    for (std::size_t g = 0; g < end && g < round_cost_.size(); ++g) {
-      rep.beta_cost_total += round_cost_[g];
-      if (round_waits_[g]) rep.beta_cost_waiting += round_cost_[g];
+    for (std::size_t i = 0; i < used_parts_; ++i) {
+      const Part& part = parts_[i];
+      for (std::size_t j = 0; j < part.round_cost.size() && part.first_round + j < end; ++j) {
+        rep.beta_cost_total += part.round_cost[j];
+        if (part.round_waits[j]) rep.beta_cost_waiting += part.round_cost[j];
+      }
     }
   }
 
   const Source& s_;
-  int n_, nchunks_;
+  int n_, nchunks_, requested_, threads_ = 1;
   bool sparse_ = false;
-  std::vector<std::uint32_t> count_;  // per chunk id, until the index is laid out
-  std::vector<int> touched_;
-  std::vector<std::size_t> offset_;
-  std::unique_ptr<std::uint32_t[]> index_;
-  std::size_t incidences_ = 0;
-  std::vector<double> round_cost_;  // per completed round
-  std::vector<char> round_waits_;
-  // The first structural violation: its message, and where pass 1 stopped counting.
-  bool stopped_ = false;
-  std::string structural_error_;
-  std::size_t stop_round_ = 0, stop_transfer_ = 0, stop_chunks_ = 0;
+  std::unordered_map<int, std::size_t> sparse_ids_;
+  std::vector<int> chunk_ids_;  // sparse: the chunk of each id
+  std::vector<Part> parts_;
+  std::size_t used_parts_ = 0;  // the parts up to the first with a violation
+  std::vector<ChunkEntries> entries_;  // theirs, in order
 };
 
 std::string summary_line(const std::string& algorithm, int nranks, std::optional<int> straggler, int nchunks, int ports,
@@ -773,7 +908,10 @@ std::string summary_line(const std::string& algorithm, int nranks, std::optional
 
 }  // namespace
 
-VerifyReport verify(const Schedule& s) { return Verifier<ScheduleSource>(ScheduleSource(s)).run(); }
+VerifyReport verify(const Schedule& s) {
+  const ScheduleSource source(s);
+  return Verifier<ScheduleSource>(source, 0).run();
+}
 
 void verify_or_throw(const Schedule& s) {
   VerifyReport r = verify(s);
@@ -788,9 +926,14 @@ std::string summary(const Schedule& s, const VerifyReport& r) {
 
 namespace detail {
 
-VerifyReport verify(const PackedSchedule& s) {
+VerifyReport verify(const PackedSchedule& s, int threads) {
   const PackedSource source(s);
-  return Verifier<PackedSource>(source).run();
+  return Verifier<PackedSource>(source, threads).run();
+}
+
+VerifyReport verify(const Schedule& s, int threads) {
+  const ScheduleSource source(s);
+  return Verifier<ScheduleSource>(source, threads).run();
 }
 
 void verify_or_throw(const PackedSchedule& s) {

@@ -1,6 +1,7 @@
 // The verifier (chunk by chunk, issue #15) against the round-by-round verifier it replaced
 // (reference_verifier.hpp): the same report — ok, message, rounds per phase, β costs — for every
-// synthesized schedule and for thousands of randomly damaged ones, on a Schedule and packed.
+// synthesized schedule and for thousands of randomly damaged ones, on a Schedule and packed, on
+// one thread and on several.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -25,12 +26,15 @@ void expect_same(const VerifyReport& got, const VerifyReport& want, const std::s
 }
 
 // Both entry points: the Schedule, and the packed form where it can hold the schedule.
+// Several threads cut the schedule into stretches of rounds: their seams must not show.
 void check(const Schedule& s, const std::string& what) {
   const VerifyReport want = reference::verify(s);
   expect_same(verify(s), want, what);
+  expect_same(detail::verify(s, 3), want, what + " (3 threads)");
   try {
     const detail::PackedSchedule packed = detail::pack(s);
     expect_same(detail::verify(packed), want, what + " (packed)");
+    expect_same(detail::verify(packed, 2), want, what + " (packed, 2 threads)");
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidSchedule) << what;  // a rank the packed form cannot hold
   }
