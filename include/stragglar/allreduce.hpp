@@ -30,4 +30,8 @@ namespace stragglar {
 void allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
                ReduceOp op, MPI_Comm comm, const Options& opts = {});
 
+// What algorithm = auto decided and saw on `comm` (docs/auto.md). Local (no communication);
+// active = false before the first auto call on this communicator.
+StragglerReport straggler_report(MPI_Comm comm);
+
 }  // namespace stragglar

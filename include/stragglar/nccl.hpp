@@ -34,6 +34,9 @@ namespace stragglar {
 void nccl_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
                     ReduceOp op, ncclComm_t comm, cudaStream_t stream, const Options& opts = {});
 
+// What algorithm = auto decided and saw on `comm` (docs/auto.md). Local.
+StragglerReport nccl_straggler_report(ncclComm_t comm);
+
 // Drops the cached state of `comm` (call before ncclCommDestroy/ncclCommAbort). No-op for an
 // unknown comm. A communicator broken by a timeout keeps (leaks) the memory its pending GPU
 // work may still write.

@@ -3,9 +3,11 @@
 // The C form is stragglar_options (stragglar.h).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "stragglar/algorithm.hpp"
 #include "stragglar/cost_model.hpp"
@@ -23,6 +25,20 @@ struct Options {
   // Cost model for pipeline == kPipelineAuto and for auto; nullopt = STRAGGLAR_ALPHA_US /
   // STRAGGLAR_BANDWIDTH_GBPS / STRAGGLAR_REDUCE_BANDWIDTH_GBPS when set, else CostModel{}.
   std::optional<CostModel> cost;
+};
+
+// What algorithm = auto decided and saw on a communicator (the most recently used auto
+// configuration): MPI stragglar::straggler_report, NCCL nccl_straggler_report, C
+// stragglar_*_straggler_report, PyTorch stragglar.torch.straggler_report. docs/auto.md.
+struct StragglerReport {
+  bool active = false;                         // an auto call has run on this communicator
+  Algorithm algorithm = Algorithm::automatic;  // the decided choice (exploration calls aside)
+  int straggler = -1;                          // the rank it treats as late, -1: none
+  int late_rank = -1;                          // the rank late in most calls of the last window, -1: none
+  double delay_s = 0;                          // that rank's median delay in that window
+  std::vector<double> scores;                  // per rank, in [0, 1]: how late it came (1: latest)
+  std::int64_t calls = 0;                      // auto calls so far
+  std::int64_t decisions = 0;                  // exchanges of measurements so far
 };
 
 // Options{parse_algorithm(name)}: any name or alias of the table ("stragglar", "ring", "rhd",

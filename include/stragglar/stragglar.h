@@ -56,6 +56,20 @@ typedef struct {
   int pipeline;                  /* StragglAR chunks per rank K; STRAGGLAR_PIPELINE_AUTO = model */
 } stragglar_options;
 
+/* What algorithm = stragglar_algo_auto decided and saw on a communicator (its most recently
+ * used auto configuration; docs/auto.md). Filled by stragglar_mpi_straggler_report and
+ * stragglarNcclStragglerReport, which also copy min(nranks, nscores) per-rank scores in [0, 1]
+ * (how late each rank came; the latest has the highest) into `scores` (may be NULL). */
+typedef struct {
+  int active;                    /* 1 once an auto call has run on this communicator */
+  stragglar_algorithm algorithm; /* the decided choice (exploration calls aside) */
+  int straggler;                 /* the rank that choice treats as late; -1: none */
+  int late_rank;                 /* the rank late in most calls of the last window; -1: none */
+  double delay_s;                /* its median delay in that window, seconds */
+  long long calls;               /* auto calls so far */
+  int nranks;
+} stragglar_straggler_report;
+
 /* Fills defaults: stragglar algorithm, straggler n-1, pipeline auto. */
 void stragglar_options_init(stragglar_options* opts);
 

@@ -24,6 +24,11 @@ stragglar_result stragglar_mpi_allreduce(const void* sendbuf, void* recvbuf, siz
                                          stragglar_dtype dtype, stragglar_op op, MPI_Comm comm,
                                          const stragglar_options* opts);
 
+/* What auto decided and saw on `comm` (see stragglar_straggler_report in stragglar.h). Local:
+ * no communication. report->active = 0 before the first auto call. */
+stragglar_result stragglar_mpi_straggler_report(MPI_Comm comm, stragglar_straggler_report* report, double* scores,
+                                                int nscores);
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,6 +45,10 @@ stragglar_result stragglarNcclAllReduce(const void* sendbuff, void* recvbuff, si
  * a later stragglarNcclAllReduce on the same handle starts afresh. */
 stragglar_result stragglarNcclCommRelease(ncclComm_t comm);
 
+/* What auto decided and saw on `comm` (see stragglar_straggler_report in stragglar.h). Local. */
+stragglar_result stragglarNcclStragglerReport(ncclComm_t comm, stragglar_straggler_report* report, double* scores,
+                                              int nscores);
+
 #ifdef __cplusplus
 }
 #endif

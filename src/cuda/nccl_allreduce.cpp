@@ -44,6 +44,12 @@ void nccl_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataT
   detail::nccl_allreduce(sendbuf, recvbuf, count, dtype, op, comm, stream, opts, PhaseSelection::all);
 }
 
+StragglerReport nccl_straggler_report(ncclComm_t comm) { return session_for(comm).session().auto_report(); }
+
+namespace detail {
+Choice nccl_last_choice(ncclComm_t comm) { return session_for(comm).session().last_choice(); }
+}  // namespace detail
+
 void nccl_comm_release(ncclComm_t comm) {
   std::unique_ptr<detail::NcclSession> victim;
   {

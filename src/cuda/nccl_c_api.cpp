@@ -21,4 +21,12 @@ stragglar_result stragglarNcclCommRelease(ncclComm_t comm) {
   return guarded([&] { stragglar::nccl_comm_release(comm); });
 }
 
+stragglar_result stragglarNcclStragglerReport(ncclComm_t comm, stragglar_straggler_report* report, double* scores,
+                                              int nscores) {
+  return guarded([&] {
+    const stragglar::StragglerReport r = stragglar::nccl_straggler_report(comm);
+    stragglar::detail::report_to_c(r, static_cast<int>(r.scores.size()), report, scores, nscores);
+  });
+}
+
 }  // extern "C"

@@ -24,6 +24,21 @@ stragglar::Options stragglar::detail::options_from_c(const stragglar_options* op
   return o;
 }
 
+void stragglar::detail::report_to_c(const StragglerReport& r, int nranks, stragglar_straggler_report* out,
+                                    double* scores, int nscores) {
+  require(out != nullptr, "straggler report: report is NULL, expected a stragglar_straggler_report to fill");
+  require(nscores >= 0, "straggler report: nscores " + std::to_string(nscores) + " is negative");
+  out->active = r.active ? 1 : 0;
+  out->algorithm = static_cast<stragglar_algorithm>(r.algorithm);
+  out->straggler = r.straggler;
+  out->late_rank = r.late_rank;
+  out->delay_s = r.delay_s;
+  out->calls = static_cast<long long>(r.calls);
+  out->nranks = nranks;
+  if (scores == nullptr) return;
+  for (int i = 0; i < nscores && i < static_cast<int>(r.scores.size()); ++i) scores[i] = r.scores[static_cast<std::size_t>(i)];
+}
+
 extern "C" {
 
 void stragglar_options_init(stragglar_options* opts) {

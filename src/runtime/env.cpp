@@ -61,6 +61,13 @@ Env read_env() {
                                                "' is not valid: expected an integer in [1, 2147483647]");
     e.max_message_bytes = static_cast<std::size_t>(b);
   }
+  if (const char* v = get("STRAGGLAR_AUTO_PERIOD")) {
+    const double p = positive_number("STRAGGLAR_AUTO_PERIOD", v);
+    if (p < 1 || p > 1000 || p != static_cast<double>(static_cast<int>(p)))
+      throw Error(ErrorCode::InvalidUsage, std::string("STRAGGLAR_AUTO_PERIOD='") + v +
+                                               "' is not valid: expected an integer in [1, 1000]");
+    e.auto_period = static_cast<int>(p);
+  }
   if (const char* v = get("STRAGGLAR_ALPHA_US")) {
     e.cost.alpha_s = positive_number("STRAGGLAR_ALPHA_US", v) * 1e-6;
     e.cost_from_env = true;
@@ -83,6 +90,7 @@ std::string Env::to_string() const {
          " STRAGGLAR_DEBUG=" + (debug_info ? "INFO" : "WARN") +
          " STRAGGLAR_VERIFY=" + (verify ? "1" : "0") +
          " STRAGGLAR_MAX_MESSAGE_BYTES=" + std::to_string(max_message_bytes) +
+         " STRAGGLAR_AUTO_PERIOD=" + std::to_string(auto_period) +
          " STRAGGLAR_ALPHA_US=" + fmt(cost.alpha_s * 1e6) +
          " STRAGGLAR_BANDWIDTH_GBPS=" + fmt(1.0 / cost.beta_s_per_byte / 1e9) +
          " STRAGGLAR_REDUCE_BANDWIDTH_GBPS=" +

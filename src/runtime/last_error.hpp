@@ -19,6 +19,9 @@ void set_last_error(const std::string& message);
 // cast, not checked: the runtime core rejects a bad one on every rank through its agreement.
 Options options_from_c(const stragglar_options* opts) noexcept;
 
+// Copies a StragglerReport into the C struct and up to nscores scores (scores may be NULL).
+void report_to_c(const StragglerReport& r, int nranks, stragglar_straggler_report* out, double* scores, int nscores);
+
 inline stragglar_result to_result(ErrorCode c) noexcept {
   switch (c) {
     case ErrorCode::InvalidUsage:

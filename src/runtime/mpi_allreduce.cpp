@@ -155,4 +155,6 @@ void allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType d
   session.allreduce(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count, dtype, op, opts);
 }
 
+StragglerReport straggler_report(MPI_Comm comm) { return state_for(comm).session->auto_report(); }
+
 }  // namespace stragglar

@@ -12,3 +12,11 @@ extern "C" stragglar_result stragglar_mpi_allreduce(const void* sendbuf, void* r
                          static_cast<stragglar::ReduceOp>(op), comm, stragglar::detail::options_from_c(opts));
   });
 }
+
+extern "C" stragglar_result stragglar_mpi_straggler_report(MPI_Comm comm, stragglar_straggler_report* report,
+                                                           double* scores, int nscores) {
+  return stragglar::detail::guarded([&] {
+    const stragglar::StragglerReport r = stragglar::straggler_report(comm);
+    stragglar::detail::report_to_c(r, static_cast<int>(r.scores.size()), report, scores, nscores);
+  });
+}

@@ -3,13 +3,18 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <cstdio>
 #include <new>
 #include <string>
 
 #include "plan/plan_cache.hpp"
 #include "runtime/env.hpp"
+#include "stragglar/simulate.hpp"
 #include "stragglar/verify.hpp"
 
 namespace stragglar::detail {
@@ -17,9 +22,10 @@ namespace {
 
 // ---- the agreement signature ----------------------------------------------------------------
 // One element-wise max over ranks of (v, -v) gives every rank the max and min of each field.
-enum Field { kOk, kAlgorithm, kStraggler, kPipeline, kResolvedK, kCount, kDtype, kOp, kPhases, kFields };
+enum Field { kOk, kAlgorithm, kStraggler, kPipeline, kResolvedK, kCount, kDtype, kOp, kPhases, kCost, kFields };
 constexpr std::array<const char*, kFields> kFieldNames = {
-    "ok", "algorithm", "straggler", "pipeline", "pipeline (resolved K)", "count", "dtype", "op", "phases"};
+    "ok",    "algorithm", "straggler", "pipeline", "pipeline (resolved K)", "count", "dtype", "op",
+    "phases", "cost model (auto decides from it: pass the same Options::cost / STRAGGLAR_* model)"};
 constexpr std::size_t kFailingRank = 2 * kFields;  // max of -rank: the lowest rank that failed
 constexpr std::size_t kTag = kFailingRank + 1;     // max of every rank's next free tag
 constexpr std::size_t kSignatureSize = kTag + 1;
@@ -65,6 +71,22 @@ const char* buffer_problem(const void* sendbuf, const void* recvbuf, std::size_t
   return "sendbuf and recvbuf overlap partially, expected the same pointer (in place) or disjoint buffers";
 }
 
+// The cost model's bits, folded: auto's predictions must be the same on every rank.
+std::int64_t cost_fingerprint(const CostModel& c) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (double d : {c.alpha_s, c.beta_s_per_byte, c.gamma_s_per_byte}) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &d, sizeof bits);
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  return static_cast<std::int64_t>(h >> 1);
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // Scratch grows geometrically: a job whose sizes keep growing reallocates O(log) times, not at
 // every new size (which fragments the heap).
 std::size_t grown_size(std::size_t current, std::size_t need) {
@@ -72,6 +94,46 @@ std::size_t grown_size(std::size_t current, std::size_t need) {
 }
 
 }  // namespace
+
+// ---- Engine defaults for auto: the host clock, the exchange right away --------------------------
+void Engine::time_begin() { host_start_ns_ = now_ns(); }
+void Engine::time_end() {
+  if (host_times_ == static_cast<int>(std::size(host_times_ns_)))
+    throw Error(ErrorCode::Internal, "Engine: more timed calls than measurement_lag() allows");
+  host_times_ns_[host_times_++] = now_ns() - host_start_ns_;
+}
+double Engine::take_time() {
+  if (host_times_ == 0) throw Error(ErrorCode::Internal, "Engine: no timed call to take");
+  const std::int64_t ns = host_times_ns_[0];
+  std::copy(host_times_ns_ + 1, host_times_ns_ + host_times_, host_times_ns_);
+  --host_times_;
+  return static_cast<double>(ns) * 1e-9;
+}
+void Engine::exchange_begin(std::span<std::int64_t> values, double timeout_s) {
+  agree_max(values, timeout_s);
+  exchanged_.assign(values.begin(), values.end());
+}
+void Engine::exchange_end(std::span<std::int64_t> values, double) {
+  std::copy(exchanged_.begin(), exchanged_.end(), values.begin());
+}
+
+// ---- algorithm = auto ----------------------------------------------------------------------------
+struct Session::AutoState {
+  AutoState(PolicyConfig config, Predictor predictor) : policy(std::move(config), std::move(predictor)) {}
+  StragglerPolicy policy;
+  std::vector<std::int64_t> exchange;  // nranks × slots: the policy's window, every rank's after the max
+  struct Sub {
+    Choice choice;
+    std::shared_ptr<const Plan> plan;  // null for native
+  };
+  std::vector<Sub> subs;  // the choices run so far, each with its plan (the first run builds it)
+  int untaken = 0;        // calls timed whose time is not recorded yet (GPU: the lag)
+  bool in_flight = false; // an exchange begun and not yet decided
+  int in_flight_age = 0;  // calls since it began
+  Options options;        // pipeline and cost for the candidates' schedules
+  std::size_t count = 0;
+  DataType dtype = DataType::float32;
+};
 
 std::size_t Session::KeyHash::operator()(const Key& k) const noexcept {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
@@ -157,21 +219,22 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
                                            PhaseSelection phases) {
   Config cfg;
   std::optional<Error> local;
-  std::int64_t resolved_k = 0;
+  std::int64_t resolved_k = 0, cost = 0;
   try {
     validate(sendbuf, recvbuf, count, dtype, op, o, phases);
     const AlgorithmInfo& info = algorithm_info(o.algorithm);
-    require(info.kind != AlgorithmKind::automatic,
-            std::string(api_) + ": algorithm auto is not available in this build yet, expected one of " +
-                algorithm_names());
     cfg.algorithm = o.algorithm;
+    cfg.straggler = info.uses_straggler ? key.straggler : -1;
     const std::size_t bytes = count * size_of(dtype);
     resolved_k = resolve_pipeline(o, nranks_, bytes);
     if (info.kind == AlgorithmKind::schedule && nranks_ > 1 && count > 0) {
-      const ScheduleKey sk{o.algorithm, nranks_, info.uses_straggler ? key.straggler : -1,
-                           static_cast<int>(resolved_k)};
+      const ScheduleKey sk{o.algorithm, nranks_, cfg.straggler, static_cast<int>(resolved_k)};
       cfg.plan = cached_plan(sk, rank_, env().verify);
       ensure_scratch(Executor::scratch_bytes(*cfg.plan, count, dtype));
+    }
+    if (info.kind == AlgorithmKind::automatic) {
+      cost = cost_fingerprint(o.cost.value_or(env().cost));
+      if (nranks_ > 1 && count > 0) cfg.automatic = make_auto(count, dtype, o);
     }
   } catch (const Error& e) {
     local = e;
@@ -189,7 +252,8 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
                                            static_cast<std::int64_t>(key.count),
                                            key.dtype,
                                            key.op,
-                                           key.phases};
+                                           key.phases,
+                                           cost};
   std::array<std::int64_t, kSignatureSize> v{};
   for (std::size_t i = 0; i < kFields; ++i) {
     v[i] = sig[i];
@@ -227,10 +291,11 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
   }
   cfg.tag = static_cast<int>(tag);
   next_tag_ = cfg.tag + 1;
-  if (env().debug_info && rank_ == 0 && cfg.plan)
-    std::fprintf(stderr, "stragglar INFO: %s n=%d: new configuration %s count=%zu %s %s K=%lld tag=%d\n", api_,
+  if (env().debug_info && rank_ == 0 && (cfg.plan || cfg.automatic))
+    std::fprintf(stderr, "stragglar INFO: %s n=%d: new configuration %s count=%zu %s %s K=%lld tag=%d%s\n", api_,
                  nranks_, to_string(o.algorithm), count, to_string(dtype), to_string(op),
-                 static_cast<long long>(resolved_k), cfg.tag);
+                 static_cast<long long>(resolved_k), cfg.tag,
+                 cfg.automatic ? (" (auto starts with " + to_string(cfg.automatic->policy.current()) + ")").c_str() : "");
   return configs_.emplace(key, std::move(cfg)).first->second;
 }
 
@@ -244,24 +309,133 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
                                            : first_call(key, sendbuf, recvbuf, count, dtype, op, o, phases);
   if (it != configs_.end()) check_buffers(sendbuf, recvbuf, count, dtype);  // pointers change per call
   if (count == 0) return;
-
-  const std::size_t bytes = count * size_of(dtype);
-  const bool copy_input = sendbuf != recvbuf && phases != PhaseSelection::waiting_only;
   try {
-    if (cfg.algorithm == Algorithm::native && nranks_ > 1) {
-      engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op);
-      return;
+    if (cfg.automatic) {
+      last_auto_ = cfg.automatic;
+      run_auto(*cfg.automatic, cfg.tag, sendbuf, recvbuf, count, dtype, op);
+    } else {
+      last_choice_ = {cfg.algorithm, cfg.straggler};
+      run(cfg.algorithm, cfg.plan.get(), cfg.tag, sendbuf, recvbuf, count, dtype, op, phases);
     }
-    if (copy_input) engine_.device().copy(recvbuf, sendbuf, bytes);
-    if (!cfg.plan) return;  // one rank: the result is the input (avg: divided by 1)
-    engine_.transport().set_tag(cfg.tag);
-    executor_.run(*cfg.plan, recvbuf, count, dtype, op, scratch_, scratch_size_, phases);
   } catch (const Error& e) {
     // A timeout or engine failure leaves peers out of step: nothing may run on this
     // communicator again.
     mark_broken(e);
     throw;
   }
+}
+
+void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf,
+                  std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases) {
+  if (algorithm == Algorithm::native && nranks_ > 1) {
+    engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op);
+    return;
+  }
+  if (sendbuf != recvbuf && phases != PhaseSelection::waiting_only)
+    engine_.device().copy(recvbuf, sendbuf, count * size_of(dtype));
+  if (!plan) return;  // one rank: the result is the input (avg: divided by 1)
+  engine_.transport().set_tag(tag);
+  executor_.run(*plan, recvbuf, count, dtype, op, scratch_, scratch_size_, phases);
+}
+
+// ---- algorithm = auto (docs/auto.md) --------------------------------------------------------------
+std::shared_ptr<Session::AutoState> Session::make_auto(std::size_t count, DataType dtype, const Options& o) {
+  PolicyConfig pc;
+  pc.nranks = nranks_;
+  pc.bytes = count * size_of(dtype);
+  // An exchange must be decided before the next one begins (at most one in flight).
+  pc.period = std::max(env().auto_period, engine_.measurement_lag());
+  Options base = o;
+  base.cost = o.cost.value_or(env().cost);
+  // The model, for candidates with a schedule: the simulator on the schedule the call would run
+  // (the cached one), with the straggler arriving delay_s late. The same on every rank.
+  Predictor predict = [base, n = nranks_, bytes = pc.bytes](const Choice& c, double delay_s) {
+    if (algorithm_info(c.algorithm).kind != AlgorithmKind::schedule) return std::numeric_limits<double>::quiet_NaN();
+    Options x = base;
+    x.algorithm = c.algorithm;
+    x.straggler = c.straggler;
+    Delay d;
+    d.seconds = delay_s;
+    return simulate(*schedule_for(x, n, bytes), bytes, *base.cost, d).exposed_s;
+  };
+  auto a = std::make_shared<AutoState>(std::move(pc), std::move(predict));
+  a->exchange.resize(static_cast<std::size_t>(a->policy.exchange_size()));
+  a->options = base;
+  a->count = count;
+  a->dtype = dtype;
+  return a;
+}
+
+const Plan* Session::plan_for(AutoState& a, const Choice& c) {
+  for (const AutoState::Sub& sub : a.subs)
+    if (sub.choice == c) return sub.plan.get();
+  // The first run of this choice: its plan and scratch, before the call is timed.
+  std::shared_ptr<const Plan> plan;
+  const AlgorithmInfo& info = algorithm_info(c.algorithm);
+  if (info.kind == AlgorithmKind::schedule) {
+    Options x = a.options;
+    x.algorithm = c.algorithm;
+    x.straggler = c.straggler;
+    const std::size_t bytes = a.count * size_of(a.dtype);
+    const ScheduleKey key{c.algorithm, nranks_, info.uses_straggler ? c.straggler : -1,
+                          resolve_pipeline(x, nranks_, bytes)};
+    plan = cached_plan(key, rank_, env().verify);
+    ensure_scratch(Executor::scratch_bytes(*plan, a.count, a.dtype));
+  }
+  a.subs.push_back({c, plan});
+  return plan.get();
+}
+
+// Every rank makes the same calls here at the same call index (the lag is the engine's, the
+// same everywhere), so every rank runs the same choice: docs/auto.md "Why every rank decides
+// the same".
+void Session::run_auto(AutoState& a, int tag, const void* sendbuf, void* recvbuf, std::size_t count,
+                       DataType dtype, ReduceOp op) {
+  const Choice c = a.policy.begin_call();
+  last_choice_ = c;
+  const Plan* plan = plan_for(a, c);
+  engine_.time_begin();
+  run(c.algorithm, plan, tag, sendbuf, recvbuf, count, dtype, op, PhaseSelection::all);
+  engine_.time_end();
+  ++a.untaken;
+  const int lag = engine_.measurement_lag();
+  if (a.in_flight && ++a.in_flight_age >= lag) finish_exchange(a);
+  while (a.untaken > lag) {
+    a.policy.record(engine_.take_time());
+    --a.untaken;
+    if (a.policy.exchange_due()) {
+      a.policy.fill_exchange(a.exchange, rank_);
+      engine_.exchange_begin(a.exchange, env().timeout_s);  // after the data phase: everyone is here
+      a.in_flight = true;
+      a.in_flight_age = 0;
+      if (lag == 0) finish_exchange(a);
+    }
+  }
+}
+
+void Session::finish_exchange(AutoState& a) {
+  engine_.exchange_end(a.exchange, env().timeout_s);
+  a.in_flight = false;
+  if (a.policy.decide(a.exchange) && env().debug_info && rank_ == 0)
+    std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, a.count,
+                 to_string(a.dtype), to_string(a.policy.incumbent()).c_str(),
+                 a.policy.last_switch_evidence().c_str());
+}
+
+StragglerReport Session::auto_report() const {
+  StragglerReport r;
+  r.scores.assign(static_cast<std::size_t>(nranks_), 0.0);
+  if (!last_auto_) return r;
+  const StragglerPolicy& p = last_auto_->policy;
+  r.active = true;
+  r.algorithm = p.incumbent().algorithm;
+  r.straggler = p.incumbent().straggler;
+  r.late_rank = p.late_rank();
+  r.delay_s = p.delay_s();
+  if (p.scores().size() == r.scores.size()) r.scores = p.scores();
+  r.calls = p.calls_begun();
+  r.decisions = p.decisions();
+  return r;
 }
 
 }  // namespace stragglar::detail

@@ -24,9 +24,11 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/device.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/straggler_policy.hpp"
 #include "runtime/transport.hpp"
 #include "stragglar/error.hpp"
 #include "stragglar/options.hpp"
@@ -55,7 +57,28 @@ class Engine {
   // After a failure: may work the engine started still write into memory the session gave it
   // (scratch)? Then a broken session leaks that memory instead of freeing it under the writer.
   virtual bool writes_may_be_pending() const { return false; }
+
+  // ---- algorithm = auto (straggler_policy.hpp, docs/auto.md) ---------------------------------
+  // The policy needs every call's time inside its data phase on this rank, and one small
+  // exchange every P calls. Host engines (the defaults): the host clock around the call and
+  // agree_max right away. A GPU engine times its stream with events and runs the exchange
+  // stream-ordered; it then delivers both measurement_lag() calls later, the same lag on every
+  // rank, so that the host never waits for the GPU (docs/auto.md "Lags").
+  virtual int measurement_lag() const { return 0; }
+  virtual void time_begin();
+  virtual void time_end();
+  virtual double take_time();  // the oldest timed call not yet taken, in seconds
+  virtual void exchange_begin(std::span<std::int64_t> values, double timeout_s);
+  virtual void exchange_end(std::span<std::int64_t> values, double timeout_s);
+
+ private:
+  // The defaults' state: host times of calls not taken yet, and the exchange's result.
+  std::int64_t host_start_ns_ = 0;
+  std::int64_t host_times_ns_[8] = {};
+  int host_times_ = 0;
+  std::vector<std::int64_t> exchanged_;
 };
+
 
 class Session {
  public:
@@ -77,6 +100,11 @@ class Session {
   bool broken() const noexcept { return broken_.has_value(); }
   void mark_broken(const Error& error);
 
+  // What the most recent call ran (auto: the policy's choice for that call).
+  const Choice& last_choice() const noexcept { return last_choice_; }
+  // The most recently used auto configuration's state (active = false before any auto call).
+  StragglerReport auto_report() const;
+
  private:
   // Everything that tells configurations apart; every rank must call with the same key.
   struct Key {
@@ -88,10 +116,13 @@ class Session {
   struct KeyHash {
     std::size_t operator()(const Key& k) const noexcept;
   };
+  struct AutoState;
   struct Config {
-    std::shared_ptr<const Plan> plan;  // null: native, one rank, or count == 0
+    std::shared_ptr<const Plan> plan;  // null: native, auto, one rank, or count == 0
     Algorithm algorithm = Algorithm::stragglar;
+    int straggler = -1;                // resolved, for last_choice(); -1 when unused
     int tag = 1;
+    std::shared_ptr<AutoState> automatic;  // algorithm = auto on more than one rank
   };
 
   const Config& first_call(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
@@ -101,6 +132,13 @@ class Session {
   void check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const;
   void ensure_scratch(std::size_t bytes);
   [[noreturn]] void throw_broken() const;
+  std::shared_ptr<AutoState> make_auto(std::size_t count, DataType dtype, const Options& opts);
+  void run_auto(AutoState& a, int tag, const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                ReduceOp op);
+  const Plan* plan_for(AutoState& a, const Choice& c);
+  void finish_exchange(AutoState& a);
+  void run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf, std::size_t count,
+           DataType dtype, ReduceOp op, PhaseSelection phases);
 
   Engine& engine_;
   const char* api_;
@@ -112,6 +150,8 @@ class Session {
   void* scratch_ = nullptr;
   std::size_t scratch_size_ = 0;
   std::optional<Error> broken_;
+  Choice last_choice_;
+  std::shared_ptr<AutoState> last_auto_;
 };
 
 }  // namespace stragglar::detail

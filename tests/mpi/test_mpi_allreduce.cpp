@@ -9,6 +9,8 @@
 //   test_mpi_allreduce kill V        rank V SIGKILLs itself; the run must end (driver script)
 //   test_mpi_allreduce late [S]      rank n-1 comes S s late (beyond STRAGGLAR_TIMEOUT_S) to a first
 //                                    call: Timeout everywhere, no stray writes, clean finalize
+//   test_mpi_allreduce auto_late [R] algorithm = auto, rank R late by 30 ms before each of 30 calls:
+//                                    the same choice on every rank, exact results, R reported late
 //   test_mpi_allreduce tiny_timeout  (with STRAGGLAR_TIMEOUT_S=1e-9) success or Timeout, no crash
 //
 // Results are compared with a float64 reference computed from the very inputs (rounded to the
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +32,7 @@
 
 #include "stragglar/allreduce.hpp"
 #include "runtime/element.hpp"
+#include "runtime/mpi_session.hpp"
 #include "stragglar/stragglar_mpi.h"
 
 using namespace stragglar;
@@ -55,7 +59,7 @@ const std::vector<DataType> kTypes = {DataType::float32, DataType::float64, Data
                                       DataType::bfloat16, DataType::int32, DataType::int64};
 const std::vector<ReduceOp> kOps = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
                                     ReduceOp::avg};
-const std::vector<std::string> kAlgos = {"stragglar", "ring", "rhd", "allpairs", "broadcast", "native"};
+const std::vector<std::string> kAlgos = {"stragglar", "ring", "rhd", "allpairs", "broadcast", "native", "auto"};
 
 bool is_int(DataType t) { return t == DataType::int32 || t == DataType::int64; }
 
@@ -443,6 +447,51 @@ int late_rank(double late_s) {
   return 0;
 }
 
+// algorithm = auto with rank `late` sleeping before every call: every rank runs the same choice
+// at every call, the results stay exact, and the report (C++ and C) names the late rank.
+int auto_late(int late, int calls, int delay_ms) {
+  const std::size_t count = 1 << 16;
+  std::vector<float> buf(count);
+  Options o = options_for("auto");
+  std::vector<int> ran;  // algorithm and straggler of every call, to compare across ranks
+  for (int call = 0; call < calls; ++call) {
+    for (std::size_t i = 0; i < count; ++i) buf[i] = static_cast<float>((g_rank + 1) * static_cast<int>(i % 5));
+    if (g_rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD, o);
+    ++g_checked;
+    for (std::size_t i = 0; i < count; ++i)
+      if (buf[i] != static_cast<float>(g_n * (g_n + 1) / 2 * static_cast<int>(i % 5))) {
+        fail("auto call " + std::to_string(call) + ": wrong result at " + std::to_string(i));
+        break;
+      }
+    const detail::Choice c = detail::mpi_session(MPI_COMM_WORLD).last_choice();
+    ran.push_back(static_cast<int>(c.algorithm) * 10000 + c.straggler + 1);
+  }
+  std::vector<int> all(ran.size() * static_cast<std::size_t>(g_n));
+  MPI_Allgather(ran.data(), static_cast<int>(ran.size()), MPI_INT, all.data(), static_cast<int>(ran.size()), MPI_INT,
+                MPI_COMM_WORLD);
+  for (int r = 0; r < g_n; ++r)
+    if (!std::equal(ran.begin(), ran.end(), all.begin() + static_cast<std::ptrdiff_t>(r * ran.size())))
+      fail("auto: rank " + std::to_string(r) + " ran other choices than rank " + std::to_string(g_rank));
+  const StragglerReport rep = straggler_report(MPI_COMM_WORLD);
+  if (!rep.active || rep.late_rank != late || rep.calls != calls)
+    fail("auto report: active " + std::to_string(rep.active) + ", late rank " + std::to_string(rep.late_rank) +
+         " (expected " + std::to_string(late) + "), calls " + std::to_string(rep.calls));
+  stragglar_straggler_report c{};
+  std::vector<double> scores(static_cast<std::size_t>(g_n), -1.0);
+  if (stragglar_mpi_straggler_report(MPI_COMM_WORLD, &c, scores.data(), g_n) != stragglar_success)
+    fail(std::string("C report: ") + stragglar_last_error());
+  if (c.late_rank != late || c.nranks != g_n || c.active != 1) fail("C report: wrong late rank or nranks");
+  for (int r = 0; r < g_n; ++r)
+    if (scores[static_cast<std::size_t>(r)] < 0 || scores[static_cast<std::size_t>(r)] > 1 ||
+        (r != late && scores[static_cast<std::size_t>(r)] >= scores[static_cast<std::size_t>(late)]))
+      fail("C report: score of rank " + std::to_string(r) + " = " + std::to_string(scores[static_cast<std::size_t>(r)]));
+  if (g_rank == 0)
+    std::printf("auto: late rank %d, delay %.1f ms, decided %s(straggler %d) after %lld calls\n", rep.late_rank,
+                rep.delay_s * 1e3, to_string(rep.algorithm), rep.straggler, static_cast<long long>(rep.calls));
+  return 0;
+}
+
 // STRAGGLAR_TIMEOUT_S=1e-9: every wait times out at once. Each call must end in success or
 // Timeout (never another error, never a crash), and freeing + MPI_Finalize must stay clean.
 int tiny_timeout() {
@@ -478,6 +527,8 @@ int main(int argc, char** argv) {
     correctness(true, false);
   } else if (mode == "errors") {
     errors();
+  } else if (mode == "auto_late") {
+    auto_late(argc > 2 ? std::atoi(argv[2]) : g_n / 2, 30, 30);
   } else if (mode == "tiny_timeout") {
     tiny_timeout();
   } else if (mode == "late") {
@@ -486,7 +537,7 @@ int main(int argc, char** argv) {
     const int victim = argc > 2 ? std::atoi(argv[2]) : g_n - 1;
     stop_peer(victim, argc > 3 ? argv[3] : "", mode == "kill");
   } else {
-    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, late, tiny_timeout, stop, kill\n", mode.c_str());
+    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, late, tiny_timeout, stop, kill\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   long totals[2] = {g_failures, g_checked}, sums[2];
