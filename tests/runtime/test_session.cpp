@@ -172,6 +172,25 @@ TEST(Session, InvalidArgumentOnOneRankFailsEveryRankWithoutMovingData) {
   EXPECT_NE(bad_algo[1].find("rank 0 rejected"), std::string::npos) << bad_algo[1];
 }
 
+// One pipeline limit, in one place (kMaxPipeline): the API and synthesis reject the same values.
+TEST(Session, PipelineLimitIsTheSynthesizersLimit) {
+  const auto errors = run_ranks(2, [&](int, detail::Session& s, ThreadEngine&) {
+    std::vector<float> buf(64, 1.0f);
+    Options o;
+    o.pipeline = kMaxPipeline + 1;
+    s.allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, o);
+  });
+  for (const std::string& e : errors)
+    EXPECT_NE(e.find("pipeline " + std::to_string(kMaxPipeline + 1) + " is outside [1, " + std::to_string(kMaxPipeline) + "]"),
+              std::string::npos)
+        << e;
+  SynthOptions so;
+  so.pipeline = kMaxPipeline;
+  EXPECT_NO_THROW((void)synthesize(Algorithm::stragglar, 2, so));
+  so.pipeline = kMaxPipeline + 1;
+  EXPECT_THROW((void)synthesize(Algorithm::stragglar, 2, so), Error);
+}
+
 TEST(Session, MismatchNamesTheFieldOnEveryRank) {
   const auto errors = run_ranks(3, [&](int r, detail::Session& s, ThreadEngine&) {
     std::vector<int> buf(20, 1);
