@@ -234,7 +234,8 @@ UcxOptions UcxOptions::from_env(double timeout_s) {
   const std::string wait = lower_env("STRAGGLAR_UCX_WAIT");
   if (wait == "poll") o.wait = Wait::poll_fd;
   else if (wait == "backoff") o.wait = Wait::backoff;
-  else require(wait.empty(), "STRAGGLAR_UCX_WAIT='" + wait + "', expected poll or backoff");
+  else if (wait == "yield_poll") o.wait = Wait::yield_poll;
+  else require(wait.empty(), "STRAGGLAR_UCX_WAIT='" + wait + "', expected poll, backoff or yield_poll");
   const std::string mode = lower_env("STRAGGLAR_UCX_ERROR_MODE");
   if (mode == "per_host") o.error_mode = ErrorMode::per_host;
   else if (mode == "peer") o.error_mode = ErrorMode::peer;
@@ -306,7 +307,7 @@ struct UcxTransport::Impl {
     if (s != UCS_OK) throw_ucx("ucp_config_read (check the UCX_* environment variables)", s);
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
-    params.features = UCP_FEATURE_TAG | (options.wait == UcxOptions::Wait::poll_fd ? UCP_FEATURE_WAKEUP : 0);
+    params.features = UCP_FEATURE_TAG | (uses_event_fd() ? UCP_FEATURE_WAKEUP : 0);
     params.estimated_num_eps = static_cast<std::size_t>(nranks);
     s = ucp_init(&params, config, &context);
     ucp_config_release(config);
@@ -320,11 +321,13 @@ struct UcxTransport::Impl {
     if (s != UCS_OK) throw_ucx("ucp_worker_create", s);
     s = ucp_worker_get_address(worker, &address, &address_length);
     if (s != UCS_OK) throw_ucx("ucp_worker_get_address", s);
-    if (options.wait == UcxOptions::Wait::poll_fd) {
+    if (uses_event_fd()) {
       s = ucp_worker_get_efd(worker, &event_fd);
       if (s != UCS_OK) throw_ucx("ucp_worker_get_efd", s);
     }
   }
+
+  bool uses_event_fd() const { return options.wait != UcxOptions::Wait::backoff; }
 
   void connect_peer(int r, const Record& rec, const Identity& me) {
     Peer& p = peers[static_cast<std::size_t>(r)];
@@ -478,7 +481,8 @@ struct UcxTransport::Impl {
         next_watch = now + kWatchPeriod;
       }
       if (now >= deadline) fail(ErrorCode::Timeout, timeout_text());
-      if (options.wait == UcxOptions::Wait::backoff) {
+      if (options.wait == UcxOptions::Wait::backoff ||
+          (options.wait == UcxOptions::Wait::yield_poll && now - start < std::chrono::milliseconds(1))) {
         backoff.pause();
         continue;
       }

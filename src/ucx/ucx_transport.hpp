@@ -5,7 +5,9 @@
 // exchange() returns when all have completed; it never hangs: after `timeout_s` it throws
 // Error(Timeout) naming what it still waits for. A receive still pending then is cancelled
 // and completed before the throw, so it never writes into the caller's memory afterwards.
-// Pairwise only, no barrier. Zero-byte messages are skipped on both sides.
+// Pairwise only, no barrier. Zero-byte messages are skipped on both sides. Messages of any
+// size go as one UCX message (UCX takes size_t lengths and splits internally; 2^31 + 16
+// bytes checked over shared memory and TCP by `test_ucx_allreduce --np 2 huge`).
 //
 // Bootstrap without MPI: connect() publishes this rank's UCX worker address in a
 // KeyValueStore (torch's c10d::Store through an adapter, or DirectoryStore) and creates an
@@ -21,7 +23,7 @@
 //
 // Failure detection: UCX's error handling (UCP_ERR_HANDLING_MODE_PEER) reports a dead peer
 // as an endpoint error, but in UCX 1.13 it rules out the shared-memory transports (they
-// cannot detect a dead peer; UCX falls back to TCP loopback, about 2x slower here, see
+// cannot detect a dead peer; UCX falls back to TCP loopback, 2-3x slower here, see
 // docs/ucx.md). So by default (ErrorMode::per_host) peers on other hosts get PEER mode and
 // peers on this host get shared memory; for those this transport itself watches their
 // process (pid + start time, exchanged at connect) while it waits, and a peer that exited
@@ -41,14 +43,16 @@ struct UcxOptions {
   // waits for every rank's address in the store.
   double timeout_s = 60.0;
   // How a waiting rank gives its core away after spinning briefly (~20 µs of polling):
-  //   poll_fd: ucp_worker_arm + poll(2) on the worker's event fd (the kernel wakes it);
-  //   backoff: sched_yield, then sleep 20 µs between polls (like MpiTransport).
-  enum class Wait { poll_fd, backoff } wait = Wait::poll_fd;
+  //   backoff:    sched_yield for 1 ms, then sleep 20 µs between polls (like MpiTransport);
+  //   poll_fd:    ucp_worker_arm + poll(2) on the worker's event fd (the kernel wakes it);
+  //   yield_poll: sched_yield for 1 ms, then ucp_worker_arm + poll(2).
+  // backoff is the default: measured fastest with 8 ranks on 2 cores (docs/ucx.md).
+  enum class Wait { poll_fd, backoff, yield_poll } wait = Wait::backoff;
   // per_host: PEER error handling across hosts, shared memory + process watch within a host;
   // peer: PEER everywhere (no shared memory in UCX 1.13); none: no UCX error handling.
   enum class ErrorMode { per_host, peer, none } error_mode = ErrorMode::per_host;
 
-  // timeout_s as given; STRAGGLAR_UCX_WAIT=poll|backoff and
+  // timeout_s as given; STRAGGLAR_UCX_WAIT=poll|backoff|yield_poll and
   // STRAGGLAR_UCX_ERROR_MODE=per_host|peer|none override the defaults. Throws
   // Error(InvalidUsage) naming a bad value.
   static UcxOptions from_env(double timeout_s);
@@ -79,13 +83,14 @@ class UcxTransport final : public Transport {
   // calls throw Error(RemoteError) at once.
   //
   // Pending sends at an error: they stay with UCX (a send cannot be recalled once the peer
-  // may have matched it). UCX only reads their buffers, never writes them; the caller must
-  // keep a send buffer alive until this transport is destroyed, or accept that a peer that
-  // resumes late may read stale bytes of it. The destructor closes the endpoints forcibly.
+  // may have matched it). UCX only reads their buffers, never writes them: a peer that
+  // resumes late may still read (through CMA, or receive over TCP) whatever the buffer then
+  // holds. The destructor closes the endpoints (flushing for at most 2 s, by force for
+  // endpoints UCX reported failed), which ends them.
   void exchange(std::span<const Message> sends, std::span<const Message> recvs) override;
 
   // Messages of one tag never match another tag's (one tag per collective configuration).
-  void set_tag(int tag);
+  void set_tag(int tag) override;
   int tag() const;
   void set_timeout(double timeout_s);
   // What UCX uses to reach `peer`, e.g. "sysv/memory cma/memory" or "tcp/lo" (diagnostics).

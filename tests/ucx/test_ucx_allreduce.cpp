@@ -11,6 +11,8 @@
 //                                rank, canaries after the buffer untouched
 //          transport             message order, tags, zero-byte messages, big messages,
 //                                size mismatches, cancelled receives, a second transport
+//          huge                  one message of 2^31 + 16 bytes from every rank to the next
+//                                (beyond any int count; ~9 GB of memory at n = 2: run by hand)
 //          stop                  the last rank SIGSTOPs itself: every other rank gets Timeout
 //          kill                  the last rank SIGKILLs itself: every other rank gets an error
 //
@@ -355,6 +357,23 @@ void transport_checks(UcxTransport& t, KeyValueStore& store, double timeout_s) {
   barrier(t);
 }
 
+void huge_message(UcxTransport& t) {
+  const std::size_t bytes = (std::size_t{1} << 31) + 16;
+  const int to = (g_rank + 1) % g_n, from = (g_rank + g_n - 1) % g_n;
+  std::vector<std::uint8_t> out(bytes), in(bytes, 0);
+  for (std::size_t i = 0; i < bytes; i += 4096) out[i] = static_cast<std::uint8_t>(mix(i + static_cast<std::size_t>(g_rank)));
+  out[bytes - 1] = static_cast<std::uint8_t>(g_rank + 1);
+  const Message s[] = {{to, out.data(), out.size()}};
+  const Message r[] = {{from, in.data(), in.size()}};
+  const auto t0 = std::chrono::steady_clock::now();
+  t.exchange(s, r);
+  std::printf("[rank %d] %zu bytes in %.2f s\n", g_rank, bytes, seconds_since(t0));
+  ++g_checked;
+  bool ok = in[bytes - 1] == static_cast<std::uint8_t>(from + 1);
+  for (std::size_t i = 0; i < bytes && ok; i += 4096) ok = in[i] == static_cast<std::uint8_t>(mix(i + static_cast<std::size_t>(from)));
+  if (!ok) fail("message of 2^31 + 16 bytes from rank " + std::to_string(from) + " has wrong bytes");
+}
+
 // ---- a peer that stops or dies ------------------------------------------------------------------
 int dead_peer(UcxTransport& t, bool kill) {
   const int victim = g_n - 1;
@@ -438,8 +457,10 @@ int main(int argc, char** argv) {
       correctness(*t, argc > 2 && std::string(argv[2]) == "quick");
     } else if (mode == "transport") {
       transport_checks(*t, store, timeout_s);
+    } else if (mode == "huge") {
+      huge_message(*t);
     } else {
-      std::fprintf(stderr, "unknown mode '%s': expected correctness, transport, stop, kill\n", mode.c_str());
+      std::fprintf(stderr, "unknown mode '%s': expected correctness, transport, huge, stop, kill\n", mode.c_str());
       return 2;
     }
     const std::vector<long> failures = allgather(*t, g_failures);

@@ -26,10 +26,12 @@ run() {  # name, command...
 }
 
 for rep in $(seq "$reps"); do
-  run "ucx-shm-poll-$rep" "$build/stragglar-ucx-bench" --np 8 "${common[@]}" --algo "$algos" \
-    --json "$out/ucx-shm-poll-$rep.json"
+  run "ucx-shm-poll-$rep" env STRAGGLAR_UCX_WAIT=poll "$build/stragglar-ucx-bench" --np 8 "${common[@]}" \
+    --algo "$algos" --json "$out/ucx-shm-poll-$rep.json"
   run "ucx-shm-backoff-$rep" env STRAGGLAR_UCX_WAIT=backoff "$build/stragglar-ucx-bench" --np 8 "${common[@]}" \
     --algo "$algos" --json "$out/ucx-shm-backoff-$rep.json"
+  run "ucx-shm-yieldpoll-$rep" env STRAGGLAR_UCX_WAIT=yield_poll "$build/stragglar-ucx-bench" --np 8 "${common[@]}" \
+    --algo "$algos" --json "$out/ucx-shm-yieldpoll-$rep.json"
   # Across hosts UCX uses PEER error handling over the network (here: TCP loopback).
   run "ucx-tcp-peer-$rep" env UCX_TLS=tcp,self STRAGGLAR_UCX_ERROR_MODE=peer "$build/stragglar-ucx-bench" --np 8 \
     "${common[@]}" --algo "$algos" --json "$out/ucx-tcp-peer-$rep.json"
@@ -39,7 +41,7 @@ for rep in $(seq "$reps"); do
     --algo "$algos,native" --json "$out/mpi-tcp-$rep.json"
   if python3 -c 'import torch' 2>/dev/null; then
     run "gloo-$rep" python3 "$here/gloo_bench.py" --np 8 --bytes 64M --iters 10 --warmup 2 --delay 300 \
-      --modes allreduce,schedule:stragglar:auto,schedule:stragglar:1,schedule:ring --stragglar "$build/stragglar" \
+      --modes allreduce,schedule:stragglar:1,schedule:ring --stragglar "$build/stragglar" \
       --json "$out/gloo-$rep.json"
   else
     echo "### gloo-$rep: skipped (python3 cannot import torch; python3 -m pip install torch)"

@@ -232,7 +232,7 @@ int worker(const Config& cfg, int rank, int n) {
                 straggler, cfg.delay_ms, cfg.ideal ? " (ideal: waiting phases only)" : "", cfg.iters, cfg.warmup,
                 cfg.check);
     std::printf("# UCX_TLS=%s STRAGGLAR_UCX_WAIT=%s STRAGGLAR_UCX_ERROR_MODE=%s; rank 0 -> rank 1: %s\n",
-                tls ? tls : "(all)", wait ? wait : "(poll)", mode ? mode : "(per_host)",
+                tls ? tls : "(all)", wait ? wait : "(backoff)", mode ? mode : "(per_host)",
                 n > 1 ? t->describe_peer(1).c_str() : "-");
     std::printf("# time: latest exit - common start; exposed: latest exit - straggler entry; bw from exposed\n");
     std::printf("%12s %12s %8s %6s %12s %4s %9s %12s %12s %9s %9s %7s\n", "size", "count", "type", "redop", "algo", "K",
