@@ -1,9 +1,11 @@
-// The nccl-tests-shaped flags stragglar-bench (MPI, tools/bench) and stragglar-bench-gpu
-// (NCCL, tools/bench_gpu) share, declared once so the two stay one interface.
+// The nccl-tests-shaped flags of stragglar-bench and stragglar-bench-gpu (their shared engine,
+// tools/bench/engine.hpp, adds its own) and of stragglar-ucx-bench, declared once so the tools
+// stay one interface. The algorithm names come from the algorithm table.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "stragglar/algorithm.hpp"
 #include "stragglar/error.hpp"
 #include "stragglar/synthesize.hpp"
 
@@ -32,7 +34,7 @@ inline void add_bench_flags(CLI::App& app, BenchFlags& f, const std::string& alg
   app.add_option("-c,--check", f.check, "Check results (0/1)")->capture_default_str()->check(CLI::Range(0, 1));
   app.add_option("-d,--datatype", f.dtype_name, "float, double, half, bfloat16, int32, int64")->capture_default_str();
   app.add_option("-o,--op", f.op_name, "sum, prod, min, max, avg")->capture_default_str();
-  app.add_option("--algo", f.algos, "Comma-separated: stragglar, ring, rhd, allpairs, broadcast (direct), native" + algo_extra)
+  app.add_option("--algo", f.algos, "Comma-separated, from: " + algorithm_names() + algo_extra)
       ->capture_default_str();
   app.add_option("--straggler", f.straggler, "Straggler rank (-1 = n-1)")->capture_default_str();
   app.add_option("--delay", f.delay_ms, "Straggler delay after the common start, " + delay_how)

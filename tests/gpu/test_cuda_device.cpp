@@ -1,7 +1,8 @@
 // CudaDevice (reduce kernels, finish_average, copy) against a host reference, one process.
 // Every dtype × op, counts around the vector width, and every pair of element offsets of dst
 // and src inside a 16-byte line (vector path, peeled head, misaligned scalar path).
-// No GPU: GTEST_SKIP with "no CUDA device: skipped".
+// No GPU: GTEST_SKIP with "no CUDA device: skipped"; any other CUDA error fails. Inputs and
+// results move with cudaMemcpyAsync on the device's non-blocking stream.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -13,20 +14,19 @@
 #include <vector>
 
 #include "cuda_device.hpp"
+#include "cuda_presence.hpp"
 #include "runtime/element.hpp"
 
 using namespace stragglar;
 
 namespace {
 
-bool have_gpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    if (!have_gpu()) GTEST_SKIP() << "no CUDA device: skipped"; \
+// Skip only without a GPU; any other CUDA error fails (cuda_presence.hpp).
+#define SKIP_WITHOUT_GPU()                                                                         \
+  do {                                                                                             \
+    const gpu_test::CudaPresence gpu_ = gpu_test::cuda_presence();                                 \
+    if (gpu_.kind == gpu_test::CudaPresence::absent) GTEST_SKIP() << "no CUDA device: skipped (" << gpu_.detail << ")"; \
+    ASSERT_EQ(gpu_.kind, gpu_test::CudaPresence::present) << gpu_.detail;                          \
   } while (0)
 
 double load(const std::vector<std::byte>& b, std::size_t i, DataType t) { return load_element(b.data(), i, t); }
@@ -51,7 +51,7 @@ TEST_P(CudaDeviceTest, ReduceMatchesHostAtEveryAlignment) {
   const auto [t, op] = GetParam();
   const std::size_t es = size_of(t);
   cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   CudaDevice dev(s);
   const std::size_t max_count = 4099, pad = 16;
   auto* dbuf = static_cast<std::byte*>(dev.allocate((max_count + pad) * es));
@@ -69,11 +69,12 @@ TEST_P(CudaDeviceTest, ReduceMatchesHostAtEveryAlignment) {
           store(b, i, t, y);
           store(want, i, t, apply(op, load(a, i, t), load(b, i, t)));
         }
-        ASSERT_EQ(cudaMemcpy(dbuf + doff * es, a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(sbuf + soff * es, b.data(), b.size(), cudaMemcpyHostToDevice), cudaSuccess);
+        // Everything on the device's stream, in order (no legacy-stream copies).
+        ASSERT_EQ(cudaMemcpyAsync(dbuf + doff * es, a.data(), a.size(), cudaMemcpyHostToDevice, s), cudaSuccess);
+        ASSERT_EQ(cudaMemcpyAsync(sbuf + soff * es, b.data(), b.size(), cudaMemcpyHostToDevice, s), cudaSuccess);
         dev.reduce(dbuf + doff * es, sbuf + soff * es, count, t, op);
+        ASSERT_EQ(cudaMemcpyAsync(got.data(), dbuf + doff * es, got.size(), cudaMemcpyDeviceToHost, s), cudaSuccess);
         ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(got.data(), dbuf + doff * es, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
         for (std::size_t i = 0; i < count; ++i)
           ASSERT_EQ(std::memcmp(got.data() + i * es, want.data() + i * es, es), 0)
               << to_string(t) << " " << to_string(op) << " count " << count << " offsets " << doff << "/"
@@ -99,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CudaDevice, FinishAverageDividesLikeNccl) {
   SKIP_WITHOUT_GPU();
   cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   CudaDevice dev(s);
   for (DataType t : {DataType::float32, DataType::float64, DataType::float16, DataType::bfloat16,
                      DataType::int32, DataType::int64}) {
@@ -126,7 +127,7 @@ TEST(CudaDevice, FinishAverageDividesLikeNccl) {
 TEST(CudaDevice, CopyIsStreamOrdered) {
   SKIP_WITHOUT_GPU();
   cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   CudaDevice dev(s);
   std::vector<int> h(1 << 20), back(h.size());
   for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<int>(i * 31);

@@ -1,0 +1,86 @@
+// The benchmark engine behind stragglar-bench (MPI, CPU: stragglar_bench.cpp) and
+// stragglar-bench-gpu (NCCL: tools/bench_gpu/bench_gpu.cpp), the way nccl-tests has one
+// `common` engine and a small file per collective. The engine owns everything the two share:
+// the flags, the size loop, the `name:K` --algo entries and the K column, the exactly known
+// inputs and expected results of every dtype/op, the identical-bits check across ranks, the
+// timing definitions (common start, time, exposed, medians), the α-β-γ calibration and the
+// model's prediction, the table, and one JSON/CSV writer. A Backend is only the data path:
+// buffers, one allreduce, the straggler's sleep, the timers, and the calibration's exchange
+// and reduction. Every backend runs one process per rank under mpirun; MPI gives the common
+// start (MPI_Barrier) and gathers the timings. Definitions: docs/runtime.md "stragglar-bench".
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "../bench_flags.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/straggler_policy.hpp"
+#include "stragglar/options.hpp"
+#include "stragglar/types.hpp"
+
+namespace stragglar::bench {
+
+// The flags of both tools: the nccl-tests-shaped ones (bench_flags.hpp) and the engine's own.
+struct EngineFlags : BenchFlags {
+  bool calibrate = false;
+  std::string csv_file;
+  std::string move_straggler;  // "I:R[,I:R...]": from timed iteration I on, rank R is delayed
+};
+
+// One rank's data path. Every call is made on every rank in the same order.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Names the transport in the header line and the JSON ("MPI", "NCCL over loopback sockets, ...").
+  virtual std::string transport() const = 0;
+  // Two buffers of `bytes` each: `work`, on which every allreduce runs in place, and `input`,
+  // which resets it before each iteration.
+  virtual void allocate(std::size_t bytes) = 0;
+  virtual void upload_input(const void* host, std::size_t bytes) = 0;
+  virtual void upload_work(const void* host, std::size_t bytes) = 0;
+  virtual void download_work(void* host, std::size_t bytes) = 0;  // after the work enqueued so far
+  // work ← input, ordered before the next allreduce (not timed).
+  virtual void reset(std::size_t bytes) = 0;
+  // The library's allreduce of work[0, count) in place (the core's PhaseSelection: the ideal case).
+  virtual void allreduce(std::size_t count, DataType t, ReduceOp op, const Options& o, PhaseSelection phases) = 0;
+  // Waits until the work enqueued so far is done (host backends: nothing to wait for).
+  virtual void drain() = 0;
+  // One timed iteration on this rank's own clock: mark_start right after the common start,
+  // sleep (the delayed rank only), mark_entry, allreduce, mark_exit.
+  virtual void mark_start() = 0;
+  virtual void sleep(double ms) = 0;
+  virtual void mark_entry() = 0;
+  virtual void mark_exit() = 0;
+  struct Times {
+    double exit_s = 0;   // mark_exit − mark_start
+    double entry_s = 0;  // mark_entry − mark_start
+  };
+  virtual Times read_times() = 0;  // waits for mark_exit
+  // What the most recent allreduce ran (auto: the policy's choice).
+  virtual detail::Choice last_choice() = 0;
+  // Calibration, one measurement each, in seconds on this rank: exchange `bytes` both ways at
+  // once with `peer` (send from input, receive into work; peer outside [0, n): stay idle), and
+  // one reduction work[i] = work[i] op input[i] for i < count by the runtime's own reducer.
+  virtual double time_exchange(std::size_t bytes, int peer) = 0;
+  virtual double time_reduce(std::size_t count, DataType t, ReduceOp op) = 0;
+};
+
+// What differs between the two tools' help and messages.
+struct Tool {
+  const char* name;         // "stragglar-bench"
+  const char* description;  // CLI11's first line
+  const char* delay_how;    // how the delayed rank waits: "host sleep", "GPU sleep kernel on its stream"
+  const char* calibrate_how;
+};
+
+// Parses argv on every rank (rank 0 prints --help and parse errors). Returns the exit status
+// when the process should end now (--help, a flag CLI11 rejects), nullopt to go on.
+std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, EngineFlags& flags);
+
+// The whole benchmark on MPI_COMM_WORLD. Returns the exit status: 0, or 1 when a row has
+// #wrong > 0 or an error. Throws stragglar::Error for flag values it rejects (on every rank:
+// every rank sees the same flags).
+int run(const Tool& tool, const EngineFlags& flags, Backend& backend);
+
+}  // namespace stragglar::bench
