@@ -3,32 +3,57 @@
 #
 #   scripts/gpu-check.sh [BUILD_DIR]        (default ./build; logs under ${OUT:-./gpu-check-out})
 #
-# On a machine with one GPU (or more):
-#   1. test_cuda_device           reduce kernels × every dtype/op/alignment, bit-exact
-#   2. test_nccl_allreduce        N ∈ {2, 4, 8} NCCL ranks sharing the GPU (NCCL_HOSTID per rank,
-#                                 sockets over loopback): every algorithm × dtype × op × count,
-#                                 in/out of place, straggler 0 and n−1, exact, identical bits
-#   3. bench_reduce_kernels       reduce kernel GB/s vs cudaMemcpyAsync D2D
-#   4. stragglar-bench-gpu        StragglAR vs ring (our executor) vs ncclAllReduce at 8 ranks,
-#                                 64 MiB fp32, straggler 7, delay ${DELAY_MS:-3000} ms
-# and prints a short table last, naming the transport. Exit status 0 only if every step passed.
-# Knobs: NRANKS_LIST="2 4 8", BENCH_RANKS=8, BENCH_BYTES=64M, DELAY_MS, BENCH_ITERS=5.
+# On a machine with one GPU (or more), in this order, within BUDGET_S seconds in all (default
+# 540: one 10-minute device call with room to spare):
+#   1. test_cuda_device         reduce kernels × every dtype/op/alignment, bit-exact (GoogleTest:
+#                               must say "[  PASSED  ] N tests" and skip nothing)
+#   2. test_nccl_allreduce      at n = 2, then 4, then 8 NCCL ranks sharing the GPU (NCCL_HOSTID
+#                               per rank, sockets over loopback; the test cuts its matrix for
+#                               n >= 4): every algorithm of the table must have run at every n
+#                               (the test's "algorithms run: ... (K of K in the table)" line) and
+#                               the run must say PASSED
+#   3. test_nccl_allreduce timeout   the first-call agreement's timeout at n = 2
+#                               (STRAGGLAR_TIMEOUT_S=3, its own process: it aborts a communicator)
+#   4. bench_reduce_kernels     reduce kernel GB/s vs cudaMemcpyAsync D2D
+#   5. stragglar-bench-gpu      StragglAR vs ring (our executor) vs ncclAllReduce vs auto at 8
+#                               ranks, 64 MiB fp32, straggler 7, delay ${DELAY_MS:-1500} ms
+# and prints a short table last, naming the transport. Exit status 0 only if every step passed
+# and n = 2, 4, 8 all ran; 77 if there is no GPU.
+# Knobs: NRANKS_LIST="2 4 8" (anything without all three fails the check), BENCH_RANKS=8,
+# BENCH_BYTES=64M, DELAY_MS, BENCH_ITERS=5, BENCH_ALGOS, REQUIRED_ALGOS, BUDGET_S.
 set -u
 BUILD=${1:-./build}
 OUT=${OUT:-./gpu-check-out}
 NRANKS_LIST=${NRANKS_LIST:-"2 4 8"}
+REQUIRED_ALGOS=${REQUIRED_ALGOS:-"stragglar ring rhd allpairs broadcast native auto"}
 BENCH_RANKS=${BENCH_RANKS:-8}
 BENCH_BYTES=${BENCH_BYTES:-64M}
-# Over loopback sockets (~0.25–0.3 GB/s per rank) the ReduceScatter of 64 MiB among 7 ranks
+BENCH_ALGOS=${BENCH_ALGOS:-stragglar,ring,native,auto}
+# Over loopback sockets (~0.25 GB/s per rank) StragglAR's ReduceScatter of 64 MiB among 7 ranks
 # takes a few hundred ms; the delay must exceed it for the ideal overlap.
-DELAY_MS=${DELAY_MS:-3000}
+DELAY_MS=${DELAY_MS:-1500}
 BENCH_ITERS=${BENCH_ITERS:-5}
+BUDGET_S=${BUDGET_S:-540}
 mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
 status=0
+START=$SECONDS
 
 say() { echo "$*" | tee -a "$SUMMARY"; }
+fail() { say "FAIL: $*"; status=1; }
+# The time a step may take: its own limit, capped by what is left of the budget.
+limit() {
+  local left=$((BUDGET_S - (SECONDS - START) - 5))
+  [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
+}
+# Runs a step under `timeout`; a step that finds no budget left is not run.
+step() {
+  local secs=$1; shift
+  if [ "$secs" -le 5 ]; then echo "out of time (BUDGET_S=$BUDGET_S)"; return 124; fi
+  timeout --kill-after=10 "$secs" "$@"
+}
+
 for bin in test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar-bench-gpu; do
   if [ ! -x "$BUILD/$bin" ]; then
     echo "gpu-check: $BUILD/$bin not found: build with -DSTRAGGLAR_CUDA=ON first (cmake --build $BUILD)" >&2
@@ -43,40 +68,75 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none
 per_rank() { printf 'NCCL_HOSTID=gpucheck$OMPI_COMM_WORLD_RANK exec %s' "$*"; }
 
 { nvidia-smi -L 2>&1 || echo "nvidia-smi not available"; } | tee "$OUT/gpus.txt"
-say "gpu-check: build $BUILD, logs in $OUT, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "gpu-check: build $BUILD, logs in $OUT, $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET_S} s"
 
 # 1. kernels
-if "$BUILD/test_cuda_device" >"$OUT/test_cuda_device.log" 2>&1; then
-  say "test_cuda_device: $(grep -E '^\[  (PASSED|SKIPPED) \] [0-9]+ test' "$OUT/test_cuda_device.log" | tr '\n' ' ')"
-else
-  say "test_cuda_device: FAILED (see $OUT/test_cuda_device.log)"; status=1
+log="$OUT/test_cuda_device.log"
+step "$(limit 120)" "$BUILD/test_cuda_device" >"$log" 2>&1
+rc=$?
+if grep -q "no CUDA device: skipped" "$log"; then
+  say "no CUDA device: the check needs a GPU ($(grep -m1 'no CUDA device' "$log"))"
+  exit 77
 fi
-grep -q "no CUDA device: skipped" "$OUT/test_cuda_device.log" && { say "no CUDA device: the check needs a GPU"; exit 77; }
+passed=$(grep -E '^\[  PASSED  \] [0-9]+ tests?' "$log" | tail -1)
+skipped=$(grep -E '^\[  SKIPPED \] [0-9]+ tests?' "$log" | tail -1)
+if [ $rc -eq 0 ] && [ -n "$passed" ] && [ -z "$skipped" ]; then
+  say "test_cuda_device: $passed ($((SECONDS - START)) s)"
+else
+  fail "test_cuda_device: rc=$rc, '${passed:-no PASSED line}'${skipped:+, $skipped} (see $log)"
+fi
 
-# 2. NCCL path at N ranks on the one GPU
+# 2. the NCCL front-end at n ranks on the one GPU, smallest n first
+for need in 2 4 8; do
+  case " $NRANKS_LIST " in *" $need "*) ;; *) fail "NRANKS_LIST='$NRANKS_LIST' leaves out n = $need";; esac
+done
 for n in $NRANKS_LIST; do
   log="$OUT/test_nccl_allreduce_n$n.log"
-  timeout 900 "${MPIRUN[@]}" -np "$n" sh -c "$(per_rank "$BUILD/test_nccl_allreduce" all)" >"$log" 2>&1
+  t0=$SECONDS
+  step "$(limit 240)" "${MPIRUN[@]}" -np "$n" sh -c "$(per_rank "$BUILD/test_nccl_allreduce" all)" >"$log" 2>&1
   rc=$?
-  say "test_nccl_allreduce n=$n: rc=$rc $(grep -E '^test_nccl_allreduce n=' "$log" | tail -1)"
-  [ $rc -eq 0 ] || status=1
+  ran=$(grep -E "^test_nccl_allreduce n=$n: algorithms run:" "$log" | tail -1)
+  verdict=$(grep -E "^test_nccl_allreduce n=$n all: .*: PASSED$" "$log" | tail -1)
+  say "test_nccl_allreduce n=$n: rc=$rc, $((SECONDS - t0)) s: ${ran#*: }"
+  [ $rc -eq 0 ] && [ -n "$verdict" ] || fail "test_nccl_allreduce n=$n did not pass (see $log)"
+  # Every algorithm of the table ran (K of K), and the table has every required algorithm.
+  if [[ "$ran" =~ \(([0-9]+)\ of\ ([0-9]+)\ in\ the\ table\) ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]; then
+    for a in $REQUIRED_ALGOS; do
+      case " ${ran#*algorithms run: } " in *" $a "*) ;; *) fail "test_nccl_allreduce n=$n: $a did not run";; esac
+    done
+  else
+    fail "test_nccl_allreduce n=$n: not every algorithm of the table ran (${ran:-no 'algorithms run' line})"
+  fi
 done
 
-# 3. reduce kernel vs copy
-if "$BUILD/bench_reduce_kernels" --json "$OUT/bench_reduce_kernels.json" >"$OUT/bench_reduce_kernels.log" 2>&1; then
-  cat "$OUT/bench_reduce_kernels.log" | tee -a "$SUMMARY"
+# 3. the agreement's timeout (rank 0 never calls), its own process
+log="$OUT/test_nccl_timeout_n2.log"
+t0=$SECONDS
+step "$(limit 90)" "${MPIRUN[@]}" -x STRAGGLAR_TIMEOUT_S=3 -np 2 sh -c "$(per_rank "$BUILD/test_nccl_allreduce" timeout)" \
+  >"$log" 2>&1
+rc=$?
+verdict=$(grep -E '^test_nccl_allreduce n=2 timeout: .*: PASSED$' "$log" | tail -1)
+say "test_nccl_allreduce timeout n=2: rc=$rc, $((SECONDS - t0)) s"
+[ $rc -eq 0 ] && [ -n "$verdict" ] || fail "the timeout test did not pass (see $log)"
+
+# 4. reduce kernel vs copy
+log="$OUT/bench_reduce_kernels.log"
+if step "$(limit 60)" "$BUILD/bench_reduce_kernels" --json "$OUT/bench_reduce_kernels.json" >"$log" 2>&1; then
+  tee -a "$SUMMARY" <"$log"
 else
-  say "bench_reduce_kernels: FAILED (see $OUT/bench_reduce_kernels.log)"; status=1
+  fail "bench_reduce_kernels (see $log)"
 fi
 
-# 4. StragglAR vs ring vs ncclAllReduce under a straggler
-bench_log="$OUT/stragglar_bench_gpu.log"
-timeout 600 "${MPIRUN[@]}" -np "$BENCH_RANKS" sh -c "$(per_rank "$BUILD/stragglar-bench-gpu" \
-  -b "$BENCH_BYTES" -e "$BENCH_BYTES" -d float -o sum --algo stragglar,ring,native \
+# 5. StragglAR vs ring vs ncclAllReduce vs auto under a straggler
+log="$OUT/stragglar_bench_gpu.log"
+t0=$SECONDS
+step "$(limit 300)" "${MPIRUN[@]}" -np "$BENCH_RANKS" sh -c "$(per_rank "$BUILD/stragglar-bench-gpu" \
+  -b "$BENCH_BYTES" -e "$BENCH_BYTES" -d float -o sum --algo "$BENCH_ALGOS" \
   --straggler $((BENCH_RANKS - 1)) --delay "$DELAY_MS" -n "$BENCH_ITERS" -w 1 -c 1 --calibrate \
-  --json "$OUT/stragglar_bench_gpu.json")" >"$bench_log" 2>&1
+  --json "$OUT/stragglar_bench_gpu.json")" >"$log" 2>&1
 rc=$?
-[ $rc -eq 0 ] || { say "stragglar-bench-gpu: rc=$rc (see $bench_log)"; status=1; }
+say "stragglar-bench-gpu: rc=$rc, $((SECONDS - t0)) s"
+[ $rc -eq 0 ] || fail "stragglar-bench-gpu: rc=$rc (see $log)"
 
 # The short table, last.
 echo
@@ -84,15 +144,24 @@ if command -v python3 >/dev/null && [ -s "$OUT/stragglar_bench_gpu.json" ]; then
   python3 - "$OUT/stragglar_bench_gpu.json" <<'EOF' | tee -a "$SUMMARY"
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(f"StragglAR vs ring vs ncclAllReduce: {d['nranks']} ranks, {d['rows'][0]['size'] >> 20} MiB {d['type']} {d['redop']}, "
+rows = [r for r in d["rows"] if "error" not in r]
+size = rows[0]["bytes"] >> 20 if rows else 0
+print(f"StragglAR vs ring vs ncclAllReduce vs auto: {d['nranks']} ranks, {size} MiB {d['type']} {d['redop']}, "
       f"straggler {d['straggler']}, transport: {d['transport']}")
-print(f"{'algo':>10} {'delay(ms)':>10} {'time(ms)':>10} {'exposed(ms)':>12} {'busbw(GB/s)':>12} {'#wrong':>7} {'meas/pred':>10}")
+print(f"{'algo':>10} {'K':>3} {'delay(ms)':>10} {'time(ms)':>10} {'exposed(ms)':>12} {'busbw(GB/s)':>12} {'#wrong':>7} {'meas/pred':>10}")
 for r in d["rows"]:
+    if "error" in r:
+        print(f"{r['algo']:>10} error: {r['error']}")
+        continue
     ratio = f"{r['exposed_us'] / r['predicted_exposed_us']:.2f}" if r.get("predicted_exposed_us") else "-"
-    print(f"{r['algo']:>10} {r['delay_ms']:>10.1f} {r['time_us']/1e3:>10.2f} {r['exposed_us']/1e3:>12.2f} {r['busbw']:>12.3f} {r['wrong']:>7} {ratio:>10}")
+    print(f"{r['algo']:>10} {r['pipeline']:>3} {r['delay_ms']:>10.1f} {r['time_us']/1e3:>10.2f} {r['exposed_us']/1e3:>12.2f} "
+          f"{r['busbw']:>12.3f} {str(r['wrong']):>7} {ratio:>10}")
+    if r["algo"].startswith("auto"):
+        print(f"{'':>10} auto ran: " + ", ".join(f"{c['algo']}" + (f"({c['straggler']})" if c['straggler'] >= 0 else "")
+                                                for c in r["choices"]))
 EOF
 else
-  grep -E '^#|^ +[0-9]' "$bench_log" | tee -a "$SUMMARY"
+  grep -E '^#|^ +[0-9]' "$log" | tee -a "$SUMMARY"
 fi
-say "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
+say "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED) in $((SECONDS - START)) s"
 exit $status
