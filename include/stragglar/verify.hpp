@@ -24,6 +24,15 @@ VerifyReport verify(const Schedule& s);
 // Throws Error(InvalidSchedule) with the report's message when the schedule is not valid.
 void verify_or_throw(const Schedule& s);
 
+// Verifies stragglar-schedule/1 JSON from the file at `path` ("-": standard input, spooled to a
+// temporary file) without a document in memory (issue #15): a streaming (SAX) reader packs the
+// schedule (~8 bytes a transfer) and the verifier runs on that. A document of another shape than
+// this library writes is read by schedule_from_json instead, so the answer is always the one
+// schedule_from_json + verify() would give. Throws Error(InvalidSchedule) for malformed JSON (its
+// message), Error(InvalidUsage) when the file cannot be opened. `summary_line`, when given,
+// receives summary()'s line.
+VerifyReport verify_json_file(const std::string& path, std::string* summary_line = nullptr);
+
 // One-line summary: "stragglar n=8 straggler=7 chunks=7 ports=1: reduce_scatter 6 + allreduce 9 rounds, beta cost 1.286 s (exposed 1.286 s)"
 std::string summary(const Schedule& s, const VerifyReport& r);
 

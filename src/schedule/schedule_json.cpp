@@ -1,11 +1,20 @@
 // "stragglar-schedule/1" reader and writer (format documented in README.md).
 #include "stragglar/schedule_json.hpp"
 
+#include <charconv>
+#include <cstdio>
+#include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <set>
 #include <string>
 
+#include "schedule/schedule_json_stream.hpp"
+#include "schedule/schedule_sink.hpp"
 #include "stragglar/error.hpp"
+#include "stragglar/synthesize.hpp"
+#include "synth/synth_internal.hpp"
 
 namespace stragglar {
 namespace {
@@ -62,6 +71,360 @@ Transfer transfer_from_json(const json& j, const std::string& where, int nranks,
   return t;
 }
 
+
+// ---- Streaming reader (the fast path of schedule_json_stream.hpp) -------------------------
+
+// An input iterator over a FILE with a 1 MiB buffer: nlohmann's own FILE adapter reads a
+// character at a time.
+class FileChars {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+  struct Buffer {
+    std::FILE* file = nullptr;
+    std::vector<char> data = std::vector<char>(std::size_t{1} << 20);
+    std::size_t size = 0, at = 0;
+    bool fill() {
+      size = std::fread(data.data(), 1, data.size(), file);
+      at = 0;
+      return size > 0;
+    }
+  };
+  FileChars() = default;
+  explicit FileChars(Buffer* b) : b_(b->size > b->at ? b : nullptr) {}
+  const char& operator*() const { return b_->data[b_->at]; }
+  FileChars& operator++() {
+    if (++b_->at >= b_->size && !b_->fill()) b_ = nullptr;
+    return *this;
+  }
+  FileChars operator++(int) {
+    FileChars old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const FileChars& o) const { return b_ == o.b_; }
+  bool operator!=(const FileChars& o) const { return b_ != o.b_; }
+
+ private:
+  Buffer* b_ = nullptr;
+};
+
+// The SAX handler: a state machine over the shape this library writes; any other event ends
+// the fast path (returns false, and the caller falls back on the full reader).
+class PackingReader {
+ public:
+  using number_integer_t = json::number_integer_t;
+  using number_unsigned_t = json::number_unsigned_t;
+  using number_float_t = json::number_float_t;
+  using string_t = json::string_t;
+  using binary_t = json::binary_t;
+
+  explicit PackingReader(detail::PackedScheduleBuilder& out) : out_(out) {}
+  bool done() const { return at_ == At::done; }
+
+  bool null() {
+    if (at_ == At::top_value && field_ == Field::straggler) return header_value([&] { straggler_seen_ = true; return true; });
+    return false;
+  }
+  bool boolean(bool v) {
+    if (at_ != At::phase_value || field_ != Field::waits) return false;
+    waits_ = v;
+    if (!v && !header_.straggler) return false;  // the full reader names this error
+    seen_ |= bit(Field::waits);
+    at_ = At::phase_key;
+    return true;
+  }
+  bool number_integer(number_integer_t v) { return integer(static_cast<long long>(v), v >= 0); }
+  bool number_unsigned(number_unsigned_t v) {
+    return v <= static_cast<number_unsigned_t>(std::numeric_limits<int>::max()) && integer(static_cast<long long>(v), true);
+  }
+  bool number_float(number_float_t, const string_t&) { return false; }
+  bool binary(binary_t&) { return false; }
+  bool string(string_t& v) {
+    if (at_ == At::top_value) {
+      if (field_ == Field::format) return header_value([&] { return v == kScheduleFormat; });
+      if (field_ == Field::algorithm) return header_value([&] { header_.algorithm = v; return !v.empty(); });
+      if (field_ == Field::ports) return header_value([&] { header_.ports = kAllPorts; return v == "all"; });
+      return false;
+    }
+    if (at_ == At::phase_value && field_ == Field::name) {
+      name_ = v;
+      seen_ |= bit(Field::name);
+      at_ = At::phase_key;
+      return true;
+    }
+    if (at_ == At::transfer_value && field_ == Field::op) {
+      if (v == "reduce") op_ = TransferOp::reduce;
+      else if (v == "copy") op_ = TransferOp::copy;
+      else return false;
+      seen_ |= bit(Field::op);
+      at_ = At::transfer_key;
+      return true;
+    }
+    return false;
+  }
+  bool start_object(std::size_t) {
+    if (at_ == At::start) at_ = At::top_key;
+    else if (at_ == At::phases) at_ = At::phase_key, seen_ = 0;
+    else if (at_ == At::round) at_ = At::transfer_key, seen_ = 0, chunks_.clear();
+    else return false;
+    return true;
+  }
+  bool key(string_t& k) {
+    if (at_ == At::top_key) {
+      const Field f = k == "format" ? Field::format : k == "algorithm" ? Field::algorithm : k == "nranks" ? Field::nranks
+                    : k == "straggler" ? Field::straggler : k == "nchunks" ? Field::nchunks : k == "ports" ? Field::ports
+                    : k == "phases" ? Field::phases : Field::none;
+      if (f == Field::none || (header_seen_ & bit(f))) return false;
+      header_seen_ |= bit(f);
+      field_ = f;
+      at_ = At::top_value;
+      if (f != Field::phases) return true;
+      // Every header field first, with values the full reader accepts (straggler needs nranks).
+      const unsigned all = bit(Field::format) | bit(Field::algorithm) | bit(Field::nranks) | bit(Field::straggler) |
+                               bit(Field::nchunks) | bit(Field::ports) | bit(Field::phases);
+      if (header_seen_ != all || !straggler_seen_) return false;
+      if (header_.straggler && (*header_.straggler < 0 || *header_.straggler >= header_.nranks)) return false;
+      out_.begin(header_);
+      return true;
+    }
+    if (at_ == At::phase_key) {
+      const Field f = k == "name" ? Field::name : k == "waits_for_straggler" ? Field::waits : k == "rounds" ? Field::rounds : Field::none;
+      if (f == Field::none || (seen_ & bit(f))) return false;
+      if (f == Field::rounds && seen_ != (bit(Field::name) | bit(Field::waits))) return false;
+      field_ = f;
+      at_ = At::phase_value;
+      return true;
+    }
+    if (at_ == At::transfer_key) {
+      const Field f = k == "src" ? Field::src : k == "dst" ? Field::dst : k == "chunks" ? Field::chunks : k == "op" ? Field::op : Field::none;
+      if (f == Field::none || (seen_ & bit(f))) return false;
+      field_ = f;
+      at_ = At::transfer_value;
+      return true;
+    }
+    return false;
+  }
+  bool end_object() {
+    if (at_ == At::transfer_key) {
+      const unsigned all = bit(Field::src) | bit(Field::dst) | bit(Field::chunks) | bit(Field::op);
+      if (seen_ != all || src_ == dst_ || chunks_.empty()) return false;
+      out_.add_transfer(src_, dst_, chunks_, op_);
+      at_ = At::round;
+      return true;
+    }
+    if (at_ == At::phase_done) return (at_ = At::phases), true;
+    if (at_ == At::top_done) return (at_ = At::done), true;
+    return false;
+  }
+  bool start_array(std::size_t) {
+    if (at_ == At::top_value && field_ == Field::phases) at_ = At::phases;
+    else if (at_ == At::phase_value && field_ == Field::rounds) out_.begin_phase(name_, waits_), at_ = At::rounds;
+    else if (at_ == At::rounds) at_ = At::round;
+    else if (at_ == At::transfer_value && field_ == Field::chunks) at_ = At::chunks;
+    else return false;
+    return true;
+  }
+  bool end_array() {
+    if (at_ == At::chunks) {
+      seen_ |= bit(Field::chunks);
+      at_ = At::transfer_key;
+    } else if (at_ == At::round) {
+      out_.end_round();
+      at_ = At::rounds;
+    } else if (at_ == At::rounds) {
+      at_ = At::phase_done;  // no field may follow "rounds"
+    } else if (at_ == At::phases) {
+      at_ = At::top_done;  // nor "phases"
+    } else {
+      return false;
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
+  enum class At { start, top_key, top_value, phases, phase_key, phase_value, rounds, round, transfer_key,
+                  transfer_value, chunks, phase_done, top_done, done };
+  enum class Field : unsigned { none, format, algorithm, nranks, straggler, nchunks, ports, phases, name, waits, rounds,
+                                src, dst, chunks, op };
+  static constexpr unsigned bit(Field f) { return 1U << static_cast<unsigned>(f); }
+
+  template <class F>
+  bool header_value(F&& accept) {
+    at_ = At::top_key;
+    return accept();
+  }
+  bool integer(long long v, bool non_negative) {
+    if (at_ == At::chunks) {  // in range and ascending, as the full reader demands
+      if (!non_negative || v >= header_.nchunks || (!chunks_.empty() && v <= chunks_.back())) return false;
+      chunks_.push_back(static_cast<int>(v));
+      return true;
+    }
+    if (at_ == At::transfer_value && (field_ == Field::src || field_ == Field::dst)) {
+      if (!non_negative || v >= header_.nranks) return false;
+      (field_ == Field::src ? src_ : dst_) = static_cast<int>(v);
+      seen_ |= bit(field_);
+      at_ = At::transfer_key;
+      return true;
+    }
+    if (at_ != At::top_value) return false;
+    switch (field_) {
+      case Field::nranks:  // the packed form holds ranks in 16 bits
+        return header_value([&] { header_.nranks = static_cast<int>(v); return v >= 2 && v <= detail::kMaxPackedRanks; });
+      case Field::straggler:
+        return header_value([&] { straggler_seen_ = true; header_.straggler = static_cast<int>(v); return non_negative; });
+      case Field::nchunks:
+        return header_value([&] { header_.nchunks = static_cast<int>(v); return v >= 1 && v <= (1 << 24); });
+      case Field::ports:
+        return header_value([&] { header_.ports = 1; return v == 1; });
+      default:
+        return false;
+    }
+  }
+
+  detail::PackedScheduleBuilder& out_;
+  At at_ = At::start;
+  Field field_ = Field::none;
+  detail::ScheduleHeader header_;
+  unsigned header_seen_ = 0, seen_ = 0;
+  bool straggler_seen_ = false;
+  std::string name_;
+  bool waits_ = true;
+  int src_ = 0, dst_ = 0;
+  std::vector<int> chunks_;
+  TransferOp op_ = TransferOp::reduce;
+};
+
+// ---- Streaming writer ------------------------------------------------------------------------
+//
+// The same text as nlohmann's dump() of the document schedule_to_json builds (compact, or
+// pretty with `indent` spaces a level; "[]" for an empty array), written as the rounds come.
+class JsonWriter final : public detail::ScheduleSink {
+ public:
+  JsonWriter(std::ostream& out, int indent) : out_(out), indent_(indent) { buf_.reserve(kFlush + 4096); }
+
+  void begin(const detail::ScheduleHeader& h) override {
+    open('{');
+    field("format", false);
+    buf_ += json(kScheduleFormat).dump();
+    field("algorithm", true);
+    buf_ += json(h.algorithm).dump();
+    field("nranks", true);
+    number(h.nranks);
+    field("straggler", true);
+    if (h.straggler) number(*h.straggler);
+    else buf_ += "null";
+    field("nchunks", true);
+    number(h.nchunks);
+    field("ports", true);
+    if (h.ports == kAllPorts) buf_ += "\"all\"";
+    else number(h.ports);
+    field("phases", true);
+    open('[');
+  }
+  void begin_phase(const std::string& name, bool waits) override {
+    if (in_phase_) close_phase();
+    element();
+    open('{');  // level 2: the phase
+    field("name", false);
+    buf_ += json(name).dump();
+    field("waits_for_straggler", true);
+    buf_ += waits ? "true" : "false";
+    field("rounds", true);
+    open('[');  // level 3: rounds
+    in_phase_ = true;
+  }
+  void add_round(Round& round) override {
+    element();
+    open('[');  // level 4: transfers
+    for (const Transfer& t : round) {
+      element();
+      open('{');  // level 5: the transfer
+      field("src", false);
+      number(t.src);
+      field("dst", true);
+      number(t.dst);
+      field("chunks", true);
+      open('[');  // level 6
+      for (int c : t.chunks) {
+        element();
+        number(c);
+      }
+      close(']');
+      field("op", true);
+      buf_ += t.op == TransferOp::reduce ? "\"reduce\"" : "\"copy\"";
+      close('}');
+    }
+    close(']');
+    if (buf_.size() >= kFlush) flush();
+  }
+  void end() override {
+    if (in_phase_) close_phase();
+    close(']');  // phases
+    close('}');
+    flush();
+  }
+
+ private:
+  static constexpr std::size_t kFlush = std::size_t{1} << 20;
+
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    if (!out_) throw Error(ErrorCode::InvalidUsage, "cannot write the schedule JSON (output failed)");
+    buf_.clear();
+  }
+  void newline(int level) {
+    buf_ += '\n';
+    buf_.append(static_cast<std::size_t>(indent_ * level), ' ');
+  }
+  // depth_ counts the open containers; the fields and elements of the innermost sit at depth_.
+  void open(char bracket) {
+    buf_ += bracket;
+    first_[static_cast<std::size_t>(++depth_)] = true;
+  }
+  void field(const char* key, bool comma) {
+    if (comma) buf_ += ',';
+    if (indent_ >= 0) newline(depth_);
+    buf_ += '"';
+    buf_ += key;
+    buf_ += indent_ >= 0 ? "\": " : "\":";
+  }
+  void element() {
+    bool& first = first_[static_cast<std::size_t>(depth_)];
+    if (!first) buf_ += ',';
+    first = false;
+    if (indent_ >= 0) newline(depth_);
+  }
+  // An empty array is "[]"; the others close on a line of their own when pretty.
+  void close(char bracket) {
+    const bool empty = bracket == ']' && first_[static_cast<std::size_t>(depth_)];
+    --depth_;
+    if (indent_ >= 0 && !empty) newline(depth_);
+    buf_ += bracket;
+  }
+  void close_phase() {
+    close(']');  // rounds
+    close('}');
+    in_phase_ = false;
+  }
+  void number(int v) {
+    char tmp[16];
+    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+    buf_.append(tmp, r.ptr);
+  }
+
+  std::ostream& out_;
+  int indent_;
+  std::string buf_;
+  int depth_ = 0;
+  bool first_[8] = {};  // per depth: no element written yet
+  bool in_phase_ = false;
+};
+
 }  // namespace
 
 std::string schedule_to_json(const Schedule& s, int indent) {
@@ -90,7 +453,7 @@ Schedule schedule_from_json(const std::string& text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
     throw Error(ErrorCode::InvalidSchedule, std::string("schedule JSON: not valid JSON: ") + e.what());
   }
   const std::string top = "top level";
@@ -141,6 +504,51 @@ Schedule schedule_from_json(const std::string& text) {
     s.phases.push_back(std::move(p));
   }
   return s;
+}
+
+namespace detail {
+
+bool read_packed_json(std::FILE* in, PackedScheduleBuilder& out) {
+  FileChars::Buffer buffer;
+  buffer.file = in;
+  buffer.fill();
+  PackingReader reader(out);
+  try {
+    return json::sax_parse(FileChars(&buffer), FileChars(), &reader) && reader.done();
+  } catch (const Error&) {  // the packed form cannot hold it: the full reader decides
+    return false;
+  } catch (const json::exception&) {  // likewise
+    return false;
+  }
+}
+
+}  // namespace detail
+
+void write_schedule_json(std::ostream& out, const Schedule& s, int indent) {
+  JsonWriter writer(out, indent);
+  detail::emit(s, writer);
+}
+
+void synthesize_json(std::ostream& out, Algorithm algo, int nranks, const SynthOptions& opts, int indent) {
+  JsonWriter writer(out, indent);
+  const int straggler = opts.straggler.value_or(nranks - 1);
+  // StragglAR with arguments synthesize() accepts streams round by round; everything else
+  // (other algorithms, and bad arguments, for synthesize()'s messages) goes through synthesize().
+  const bool stream = algo == Algorithm::stragglar && nranks >= kMinRanks && nranks <= kMaxRanks && straggler >= 0 &&
+                      straggler < nranks && opts.pipeline >= 0 && opts.pipeline <= kMaxPipeline;
+  if (!stream) {
+    detail::emit(synthesize(algo, nranks, opts), writer);
+    return;
+  }
+  // As synthesize_stragglar: K resolved, synthesized with the straggler at n-1, relabelled.
+  const int k = opts.pipeline == kPipelineAuto ? choose_pipeline(nranks, opts.bytes, opts.cost) : opts.pipeline;
+  if (straggler == nranks - 1) {
+    detail::emit_stragglar(nranks, k, writer);
+  } else {
+    const std::vector<int> perm = detail::straggler_relabeling(nranks, straggler);
+    detail::RelabelingSink relabeled(perm, writer);
+    detail::emit_stragglar(nranks, k, relabeled);
+  }
 }
 
 }  // namespace stragglar
