@@ -12,6 +12,7 @@
 # Architectures default to "90;80" (H100/H200, A100), never "native": CI has no GPU.
 
 include(CheckLanguage)
+include(${CMAKE_CURRENT_LIST_DIR}/StragglarNccl.cmake)
 
 macro(_stragglar_cuda_missing what)
   if(STRAGGLAR_CUDA STREQUAL "ON")
@@ -62,41 +63,13 @@ macro(stragglar_find_cuda)
     endif()
   endif()
 
-  # 3. NCCL: header nccl.h and library nccl (the toolkit's lib dir, NCCL_ROOT, system paths).
+  # 3. NCCL: header nccl.h and library nccl (cmake/StragglarNccl.cmake, which the installed
+  # package reuses to recreate NCCL::nccl for its consumers).
   if(_stragglar_cuda_ok)
-    set(_stragglar_cuda_hints $ENV{NCCL_ROOT} $ENV{NCCL_HOME} ${NCCL_ROOT} ${NCCL_HOME} ${CUDAToolkit_LIBRARY_ROOT})
-    find_path(NCCL_INCLUDE_DIR nccl.h
-              HINTS ${_stragglar_cuda_hints} ${CUDAToolkit_INCLUDE_DIRS}
-              PATH_SUFFIXES include)
-    find_library(NCCL_LIBRARY NAMES nccl
-                 HINTS ${_stragglar_cuda_hints} ${CUDAToolkit_LIBRARY_DIR}
-                 PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
-    if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
+    stragglar_find_nccl()
+    if(STRAGGLAR_NCCL_MISSING)
       set(_stragglar_cuda_ok OFF)
-      set(_stragglar_cuda_what "")
-      if(NOT NCCL_INCLUDE_DIR)
-        string(APPEND _stragglar_cuda_what "header nccl.h ")
-      endif()
-      if(NOT NCCL_LIBRARY)
-        string(APPEND _stragglar_cuda_what "library libnccl ")
-      endif()
-      _stragglar_cuda_missing("NCCL not found (missing: ${_stragglar_cuda_what}; set NCCL_ROOT)")
-    else()
-      file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h _stragglar_cuda_nccl_major REGEX "^#define NCCL_MAJOR [0-9]+")
-      file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h _stragglar_cuda_nccl_minor REGEX "^#define NCCL_MINOR [0-9]+")
-      string(REGEX REPLACE ".* ([0-9]+)$" "\\1" _stragglar_cuda_nccl_major "${_stragglar_cuda_nccl_major}")
-      string(REGEX REPLACE ".* ([0-9]+)$" "\\1" _stragglar_cuda_nccl_minor "${_stragglar_cuda_nccl_minor}")
-      set(STRAGGLAR_NCCL_VERSION "${_stragglar_cuda_nccl_major}.${_stragglar_cuda_nccl_minor}")
-      # ncclAvg and ncclBfloat16 need NCCL >= 2.10.
-      if(STRAGGLAR_NCCL_VERSION VERSION_LESS 2.10)
-        set(_stragglar_cuda_ok OFF)
-        _stragglar_cuda_missing("NCCL ${STRAGGLAR_NCCL_VERSION} at ${NCCL_INCLUDE_DIR} is older than 2.10")
-      elseif(NOT TARGET NCCL::nccl)
-        add_library(NCCL::nccl UNKNOWN IMPORTED)
-        set_target_properties(NCCL::nccl PROPERTIES
-          IMPORTED_LOCATION "${NCCL_LIBRARY}"
-          INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
-      endif()
+      _stragglar_cuda_missing("${STRAGGLAR_NCCL_MISSING}")
     endif()
   endif()
 
