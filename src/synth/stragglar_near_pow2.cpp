@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "synth/holdings.hpp"
 #include "synth/stragglar_internal.hpp"
 
 namespace stragglar::detail {
@@ -116,15 +117,13 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       if (g > r) return g;
     return kNever;
   };
-  std::vector<std::vector<char>> has(static_cast<std::size_t>(m), std::vector<char>(static_cast<std::size_t>(m), 0));
-  std::vector<int> hold(static_cast<std::size_t>(m), 0);  // non-straggler holders per chunk
-  const auto holds = [&](int v, int c) { return has[static_cast<std::size_t>(v)][static_cast<std::size_t>(c)] != 0; };
+  Holdings held(m, m);
+  const auto holds = [&](int v, int c) { return held.holds(v, c); };
 
   std::vector<Round> rounds;
   rounds.reserve(static_cast<std::size_t>(T));
   std::vector<int> younger, ychunk(static_cast<std::size_t>(m)), slots, Q, candidates;
   std::vector<char> sent(static_cast<std::size_t>(n));
-  std::vector<std::pair<int, int>> got;  // (receiver, chunk) of one round
   std::vector<std::vector<int>> allowed(static_cast<std::size_t>(m));
   for (int r = 0; r < T; ++r) {
     const int busy = r < m ? partner[static_cast<std::size_t>(r)] : -1;
@@ -132,7 +131,7 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
     // Live chunks: born (c < r) and not on every rank. Only the oldest may be older than L − 1.
     younger.clear();
     for (int c = 0; c < std::min(r, m); ++c) {
-      if (hold[static_cast<std::size_t>(c)] >= m) continue;
+      if (held.holders(c) >= m) continue;
       if (c < oldest) return std::nullopt;  // overdue: the scheme broke
       if (c > oldest) younger.push_back(c);
     }
@@ -149,11 +148,11 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
     slots.assign(static_cast<std::size_t>(Y), 0);
     for (int i = 0; i < Y; ++i) {
       const int c = younger[static_cast<std::size_t>(i)];
-      const int h = hold[static_cast<std::size_t>(c)];
+      const int h = held.holders(c);
       slots[static_cast<std::size_t>(i)] = std::min(h + (r >= m && c == m - 1 ? 1 : 0), m - h);
     }
     // Q: every rank that lacks the oldest chunk gets it now (it completes at age L).
-    const bool oldest_live = oldest >= 0 && hold[static_cast<std::size_t>(oldest)] < m;
+    const bool oldest_live = oldest >= 0 && held.holders(oldest) < m;
     const auto in_q = [&](int v) { return oldest_live && !holds(v, oldest); };
     Q.clear();
     for (int v = 0; v < m; ++v)
@@ -212,7 +211,6 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
     // Senders: the holders of each younger chunk in rank order (σ last), then for the oldest
     // the holders left over. Any holder may serve any receiver of the same chunk.
     std::fill(sent.begin(), sent.end(), 0);
-    got.clear();
     for (int i = 0; i < Y; ++i) {
       const int z = younger[static_cast<std::size_t>(i)];
       std::vector<int> receivers;
@@ -227,7 +225,7 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       for (std::size_t k = 0; k < receivers.size(); ++k) {
         sent[static_cast<std::size_t>(senders[k])] = 1;
         round.push_back({senders[k], receivers[k], {z}, TransferOp::copy});
-        got.emplace_back(receivers[k], z);
+        held.receive(receivers[k], z);
       }
     }
     if (!Q.empty()) {
@@ -238,20 +236,14 @@ std::optional<std::vector<Round>> stragglar_near_pow2_rounds(int n) {
       if (senders.size() < Q.size()) return std::nullopt;
       for (std::size_t k = 0; k < Q.size(); ++k) {
         round.push_back({senders[k], Q[k], {oldest}, TransferOp::copy});
-        got.emplace_back(Q[k], oldest);
+        held.receive(Q[k], oldest);
       }
     }
-    for (auto [v, c] : got) {
-      has[static_cast<std::size_t>(v)][static_cast<std::size_t>(c)] = 1;
-      ++hold[static_cast<std::size_t>(c)];
-    }
-    if (busy >= 0) {
-      has[static_cast<std::size_t>(busy)][static_cast<std::size_t>(r)] = 1;
-      ++hold[static_cast<std::size_t>(r)];
-    }
+    if (busy >= 0) held.receive(busy, r);
+    held.end_round();
   }
   for (int c = 0; c < m; ++c)
-    if (hold[static_cast<std::size_t>(c)] < m) return std::nullopt;
+    if (held.holders(c) < m) return std::nullopt;
   canonicalize(rounds);
   return rounds;
 }
