@@ -463,13 +463,14 @@ void mismatch(Ctx& c) {
   const Algorithm S = Algorithm::stragglar;
   const DataType F = DataType::float32;
   const ReduceOp P = ReduceOp::sum;
-  // Counts not used elsewhere: every case is a new configuration, so the agreement runs.
+  // Counts not used elsewhere: every case is a new configuration, so the agreement runs. A fixed
+  // K (pipeline 1) but in the pipeline case, so that only the field under test differs.
   const std::vector<M> ms = {
-      {"count", {100, 101}, {F, F}, {P, P}, {S, S}, {last, last}, {0, 0}},
-      {"dtype", {102, 102}, {DataType::float64, F}, {P, P}, {S, S}, {last, last}, {0, 0}},
-      {"op", {103, 103}, {F, F}, {ReduceOp::max, P}, {S, S}, {last, last}, {0, 0}},
-      {"algorithm", {104, 104}, {F, F}, {P, P}, {Algorithm::ring, Algorithm::rhd}, {last, last}, {0, 0}},
-      {"straggler", {105, 105}, {F, F}, {P, P}, {S, S}, {0, last}, {0, 0}},
+      {"count", {100, 101}, {F, F}, {P, P}, {S, S}, {last, last}, {1, 1}},
+      {"dtype", {102, 102}, {DataType::float64, F}, {P, P}, {S, S}, {last, last}, {1, 1}},
+      {"op", {103, 103}, {F, F}, {ReduceOp::max, P}, {S, S}, {last, last}, {1, 1}},
+      {"algorithm", {104, 104}, {F, F}, {P, P}, {Algorithm::ring, Algorithm::rhd}, {last, last}, {1, 1}},
+      {"straggler", {105, 105}, {F, F}, {P, P}, {S, S}, {0, last}, {1, 1}},
       {"pipeline", {106, 106}, {F, F}, {P, P}, {S, S}, {last, last}, {2, 3}},
   };
   if (g_n < 2) return;
