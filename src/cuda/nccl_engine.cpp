@@ -49,11 +49,89 @@ NcclEngine::NcclEngine(ncclComm_t comm, int device, double timeout_s)
 }
 
 NcclEngine::~NcclEngine() {
-  if (pending_) return;  // a timed-out agreement may still write these: keep them
+  if (pending_ || exchange_pending_) return;  // a timed-out agreement or exchange may still write these: keep them
   if (host_ != nullptr) (void)cudaFreeHost(host_);
   if (dev_ != nullptr) (void)cudaFree(dev_);
+  if (xhost_ != nullptr) (void)cudaFreeHost(xhost_);
+  if (xdev_ != nullptr) (void)cudaFree(xdev_);
+  for (int i = 0; i < kTimers; ++i) {
+    if (starts_[i] != nullptr) (void)cudaEventDestroy(starts_[i]);
+    if (ends_[i] != nullptr) (void)cudaEventDestroy(ends_[i]);
+  }
+  if (exchanged_ != nullptr) (void)cudaEventDestroy(exchanged_);
   (void)cudaEventDestroy(call_done_);
   (void)cudaEventDestroy(agreed_);
+}
+
+void NcclEngine::wait_event(cudaEvent_t event, double timeout_s, const char* what) {
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned polls = 0;; ++polls) {
+    const cudaError_t q = cudaEventQuery(event);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) cuda::throw_cuda(q, what);
+    check_async(comm_);
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
+      throw Error(ErrorCode::Timeout,
+                  std::string(what) + " did not complete within " + std::to_string(timeout_s) +
+                      " s (STRAGGLAR_TIMEOUT_S): a peer is later than the timeout, stopped, died, or called "
+                      "with different arguments (or earlier work on this stream never ends); abort the "
+                      "communicator (ncclCommAbort)");
+    if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+// ---- auto: event timing and the stream-ordered exchange --------------------------------------------
+void NcclEngine::time_begin() {
+  if (timed_ - taken_ >= kTimers) throw Error(ErrorCode::Internal, "NcclEngine: more timed calls than the lag allows");
+  const int i = timed_ % kTimers;
+  if (starts_[i] == nullptr) {
+    STRAGGLAR_CUDA_CHECK(cudaEventCreate(&starts_[i]));
+    STRAGGLAR_CUDA_CHECK(cudaEventCreate(&ends_[i]));
+  }
+  STRAGGLAR_CUDA_CHECK(cudaEventRecord(starts_[i], transport_.stream()));
+}
+
+void NcclEngine::time_end() {
+  STRAGGLAR_CUDA_CHECK(cudaEventRecord(ends_[timed_ % kTimers], transport_.stream()));
+  ++timed_;
+}
+
+double NcclEngine::take_time() {
+  if (taken_ == timed_) throw Error(ErrorCode::Internal, "NcclEngine: no timed call to take");
+  const int i = taken_ % kTimers;
+  wait_event(ends_[i], timeout_s_, "a timed call (auto's measurement)");
+  float ms = 0;
+  STRAGGLAR_CUDA_CHECK(cudaEventElapsedTime(&ms, starts_[i], ends_[i]));
+  ++taken_;
+  return static_cast<double>(ms) * 1e-3;
+}
+
+void NcclEngine::exchange_begin(std::span<std::int64_t> values, double timeout_s) {
+  const std::size_t bytes = values.size() * sizeof(std::int64_t);
+  if (values.size() > xcapacity_) {
+    if (xhost_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFreeHost(xhost_));
+    if (xdev_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFree(xdev_));
+    xhost_ = xdev_ = nullptr;
+    xcapacity_ = 0;
+    STRAGGLAR_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&xhost_), bytes));
+    STRAGGLAR_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&xdev_), bytes));
+    xcapacity_ = values.size();
+  }
+  if (exchanged_ == nullptr) STRAGGLAR_CUDA_CHECK(cudaEventCreateWithFlags(&exchanged_, cudaEventDisableTiming));
+  const cudaStream_t stream = transport_.stream();
+  std::copy(values.begin(), values.end(), xhost_);
+  exchange_pending_ = true;  // from here on the stream may write xhost_/xdev_: never free them under it
+  STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(xdev_, xhost_, bytes, cudaMemcpyHostToDevice, stream));
+  cuda::settle_nccl(comm_, ncclAllReduce(xdev_, xdev_, values.size(), ncclInt64, ncclMax, comm_, stream),
+                    "ncclAllReduce (auto's exchange)", timeout_s);
+  STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(xhost_, xdev_, bytes, cudaMemcpyDeviceToHost, stream));
+  STRAGGLAR_CUDA_CHECK(cudaEventRecord(exchanged_, stream));
+}
+
+void NcclEngine::exchange_end(std::span<std::int64_t> values, double timeout_s) {
+  wait_event(exchanged_, timeout_s, "the ncclAllReduce of auto's exchange");
+  exchange_pending_ = false;
+  std::copy(xhost_, xhost_ + values.size(), values.begin());
 }
 
 void NcclEngine::begin_call(cudaStream_t stream) {
@@ -91,20 +169,7 @@ void NcclEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
                     "ncclAllReduce (argument check)", timeout_s);
   STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(host_, dev_, bytes, cudaMemcpyDeviceToHost, stream));
   STRAGGLAR_CUDA_CHECK(cudaEventRecord(agreed_, stream));
-  const auto start = std::chrono::steady_clock::now();
-  for (unsigned polls = 0;; ++polls) {
-    const cudaError_t q = cudaEventQuery(agreed_);
-    if (q == cudaSuccess) break;
-    if (q != cudaErrorNotReady) cuda::throw_cuda(q, "cudaEventQuery (argument check)");
-    check_async(comm_);
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
-      throw Error(ErrorCode::Timeout,
-                  "the ncclAllReduce of the argument check did not complete within " + std::to_string(timeout_s) +
-                      " s (STRAGGLAR_TIMEOUT_S): a peer is later than the timeout, stopped, died, or called "
-                      "with different arguments (or earlier work on this stream never ends); abort the "
-                      "communicator (ncclCommAbort)");
-    if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  wait_event(agreed_, timeout_s, "the ncclAllReduce of the argument check");
   pending_ = false;
   std::copy(host_, host_ + values.size(), values.begin());
 }

@@ -31,6 +31,19 @@ class NcclEngine final : public Engine {
   // A broken stream may never finish: its kernels and receives still target scratch.
   bool writes_may_be_pending() const override { return true; }
 
+  // auto on a GPU: a call's time is what its stream spent in it (CUDA events: a straggler's
+  // delay is often a kernel still running on its stream, invisible to the host), read
+  // kMeasurementLag calls later; the exchange is a stream-ordered ncclAllReduce whose result is
+  // read as late. So the host never waits for its GPU to catch up unless it is more than the
+  // lag ahead (docs/auto.md "Lags").
+  static constexpr int kMeasurementLag = 2;
+  int measurement_lag() const override { return kMeasurementLag; }
+  void time_begin() override;
+  void time_end() override;
+  double take_time() override;
+  void exchange_begin(std::span<std::int64_t> values, double timeout_s) override;
+  void exchange_end(std::span<std::int64_t> values, double timeout_s) override;
+
   ncclComm_t comm() const noexcept { return comm_; }
   int device_id() const noexcept { return device_id_; }
   // Calls may come on different streams and share scratch: a new stream first waits for the
@@ -53,6 +66,20 @@ class NcclEngine final : public Engine {
   std::int64_t* dev_ = nullptr;
   std::size_t capacity_ = 0;
   bool pending_ = false;  // a timed-out agreement may still write host_/dev_
+
+  // Polls `event` until it completes, checking NCCL's asynchronous errors, within timeout_s.
+  void wait_event(cudaEvent_t event, double timeout_s, const char* what);
+  // auto: timing events of the calls not taken yet (a ring), the exchange's own buffers.
+  static constexpr int kTimers = 8;
+  cudaEvent_t starts_[kTimers] = {};
+  cudaEvent_t ends_[kTimers] = {};
+  int timed_ = 0;   // calls timed so far
+  int taken_ = 0;   // calls whose time was taken
+  std::int64_t* xhost_ = nullptr;  // pinned
+  std::int64_t* xdev_ = nullptr;
+  std::size_t xcapacity_ = 0;
+  cudaEvent_t exchanged_ = nullptr;
+  bool exchange_pending_ = false;  // begun, not ended (or timed out): the stream may write xhost_/xdev_
 };
 
 // An NcclEngine with its Session and the protocol every call follows: on the communicator's
