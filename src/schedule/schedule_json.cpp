@@ -86,18 +86,19 @@ class FileChars {
   struct Buffer {
     std::FILE* file = nullptr;
     std::vector<char> data = std::vector<char>(std::size_t{1} << 20);
-    std::size_t size = 0, at = 0;
-    bool fill() {
-      size = std::fread(data.data(), 1, data.size(), file);
-      at = 0;
-      return size > 0;
+    const char* end = nullptr;
+    // The first character of the next stretch, or nullptr at the end of the file.
+    const char* fill() {
+      const std::size_t got = std::fread(data.data(), 1, data.size(), file);
+      end = data.data() + got;
+      return got > 0 ? data.data() : nullptr;
     }
   };
   FileChars() = default;
-  explicit FileChars(Buffer* b) : b_(b->size > b->at ? b : nullptr) {}
-  const char& operator*() const { return b_->data[b_->at]; }
+  explicit FileChars(Buffer* b) : b_(b), p_(b->fill()) {}
+  const char& operator*() const { return *p_; }
   FileChars& operator++() {
-    if (++b_->at >= b_->size && !b_->fill()) b_ = nullptr;
+    if (++p_ == b_->end) p_ = b_->fill();
     return *this;
   }
   FileChars operator++(int) {
@@ -105,11 +106,12 @@ class FileChars {
     ++*this;
     return old;
   }
-  bool operator==(const FileChars& o) const { return b_ == o.b_; }
-  bool operator!=(const FileChars& o) const { return b_ != o.b_; }
+  bool operator==(const FileChars& o) const { return p_ == o.p_; }
+  bool operator!=(const FileChars& o) const { return p_ != o.p_; }
 
  private:
   Buffer* b_ = nullptr;
+  const char* p_ = nullptr;  // nullptr: the end
 };
 
 // The SAX handler: a state machine over the shape this library writes; any other event ends
@@ -511,7 +513,6 @@ namespace detail {
 bool read_packed_json(std::FILE* in, PackedScheduleBuilder& out) {
   FileChars::Buffer buffer;
   buffer.file = in;
-  buffer.fill();
   PackingReader reader(out);
   try {
     return json::sax_parse(FileChars(&buffer), FileChars(), &reader) && reader.done();
