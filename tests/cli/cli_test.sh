@@ -34,6 +34,17 @@ done
 "$cli" synth -a stragglar -n 8 -o "$tmp/s8.json"
 expect 0 "allreduce 9 rounds" -- "$cli" verify "$tmp/s8.json"
 
+# streaming: stdout and -o give the same bytes; pretty JSON and another key order verify too
+"$cli" synth -a stragglar -n 12 -s 3 -o "$tmp/s12.json"
+"$cli" synth -a stragglar -n 12 -s 3 | cmp -s - "$tmp/s12.json" && pass=$((pass + 1)) || { echo "FAIL: synth stdout != -o"; fail=$((fail + 1)); }
+"$cli" synth -a broadcast -n 7 --pretty | "$cli" verify - | grep -qF "OK: broadcast n=7" && pass=$((pass + 1)) || { echo "FAIL: verify pretty from stdin"; fail=$((fail + 1)); }
+python3 - "$tmp/s12.json" "$tmp/reordered.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+json.dump(dict(reversed(list(s.items()))), open(sys.argv[2], "w"))  # "phases" first
+PY
+expect 0 "OK: stragglar n=12 straggler=3" -- "$cli" verify "$tmp/reordered.json"
+
 # a planted fault: drop the last transfer of the last round
 python3 - "$tmp/s8.json" "$tmp/bad.json" <<'PY'
 import json, sys
