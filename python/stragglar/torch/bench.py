@@ -1,0 +1,186 @@
+"""Exposed time of all_reduce under a straggler: Gloo vs the "stragglar" backend, side by side.
+
+    python -m stragglar.torch.bench --nproc 8 --size 64M --delay-ms 300 \
+        --modes gloo,stragglar,stragglar:ring [--iters 10] [--warmup 2] [--json out.json]
+    torchrun --nproc-per-node 8 -m stragglar.torch.bench --size 64M ...   (the same, started by torchrun)
+
+Modes: `gloo` (torch's Gloo all_reduce, the default group), `stragglar` (a "stragglar" group with
+the default options: StragglAR, the straggler named), `stragglar:ALGO` (the same backend with
+Options(algorithm=ALGO): ring, rhd, allpairs, broadcast, native, auto). Every mode has its own
+process group over the same ranks; one iteration runs every mode once, in turn, so a change of
+machine load spreads over all of them.
+
+One iteration of a mode (the timing rules of stragglar-bench, docs/runtime.md): every rank resets
+its buffer (not timed), a Gloo barrier is the common start, the straggler (the last rank unless
+--straggler) sleeps --delay-ms, then every rank calls all_reduce (SUM, float32, in place) and
+records its exit. Each rank measures on its own clock from its own barrier exit; rank 0 takes
+exposed = latest exit - the straggler's entry (what the collective costs once the last rank is
+there) and time = latest exit, and prints medians over iterations. Results are checked exactly
+(small integers) on every rank after the timed iterations.
+
+Without torchrun the ranks are started here (torch.multiprocessing spawn, a FileStore), each with
+torch.set_num_threads(--threads) (default 1: with 8 ranks on 2 cores, torch's intra-op threads
+would otherwise fight over the cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().rstrip("B")
+    if t and t[-1] in units:
+        return int(float(t[:-1]) * units[t[-1]])
+    return int(t)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m stragglar.torch.bench", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nproc", type=int, default=8, help="ranks to start (ignored under torchrun) [8]")
+    p.add_argument("--size", default="64M", help="bytes per all_reduce (K/M/G binary) [64M]")
+    p.add_argument("--delay-ms", type=float, default=300.0, help="how late the straggler enters [300]")
+    p.add_argument("--straggler", type=int, default=-1, help="the late rank (-1: the last) [-1]")
+    p.add_argument("--modes", default="gloo,stragglar,stragglar:ring",
+                   help="comma-separated: gloo, stragglar, stragglar:ALGO [gloo,stragglar,stragglar:ring]")
+    p.add_argument("--iters", type=int, default=10, help="timed iterations per mode [10]")
+    p.add_argument("--warmup", type=int, default=2, help="untimed iterations per mode first [2]")
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads per rank [1]")
+    p.add_argument("--timeout-s", type=float, default=120.0, help="process group timeout [120]")
+    p.add_argument("--json", help="write the rows (and every rank's per-iteration times) here")
+    args = p.parse_args(argv)
+    for m in args.modes.split(","):
+        if m != "gloo" and m != "stragglar" and not m.startswith("stragglar:"):
+            p.error(f"--modes: {m!r} is not gloo, stragglar or stragglar:ALGO")
+    return args
+
+
+def make_groups(modes, straggler):
+    """One process group per mode (collective: every rank makes them in the same order)."""
+    import stragglar.torch as st
+
+    groups = {}
+    for mode in modes:
+        if mode == "gloo":
+            groups[mode] = dist.group.WORLD
+        else:
+            algo = mode.split(":", 1)[1] if ":" in mode else "stragglar"
+            groups[mode] = st.new_group(options=st.Options(algorithm=algo, straggler=straggler))
+    return groups
+
+
+def run_rank(args, rank: int, world: int) -> dict | None:
+    torch.set_num_threads(args.threads)
+    modes = args.modes.split(",")
+    straggler = args.straggler if args.straggler >= 0 else world - 1
+    count = parse_size(args.size) // 4
+    groups = make_groups(modes, straggler)
+
+    # Inputs whose sum is exact in float32 on any number of ranks that fits here.
+    base = (torch.arange(count, dtype=torch.int64) % 13 + rank).to(torch.float32)
+    expected = (torch.arange(count, dtype=torch.int64) % 13 * world + world * (world - 1) // 2).to(torch.float32)
+    buffers = {m: torch.empty(count, dtype=torch.float32) for m in modes}
+    delay_s = args.delay_ms / 1000.0
+    times = {m: [] for m in modes}  # per timed iteration: (entry, exit) on this rank's clock
+
+    for it in range(args.warmup + args.iters):
+        for mode in modes:
+            buf = buffers[mode]
+            buf.copy_(base)
+            dist.barrier()  # the default (Gloo) group: the common start
+            start = time.perf_counter()
+            if rank == straggler:
+                time.sleep(delay_s)
+            entry = time.perf_counter()
+            dist.all_reduce(buf, group=groups[mode])
+            leave = time.perf_counter()
+            if it >= args.warmup:
+                times[mode].append((entry - start, leave - start))
+
+    wrong = {m: int((buffers[m] != expected).sum()) for m in modes}
+    gathered = [None] * world
+    dist.all_gather_object(gathered, {"rank": rank, "times": times, "wrong": wrong})
+    if rank != 0:
+        return None
+
+    rows = []
+    for mode in modes:
+        exposed, total = [], []
+        for i in range(args.iters):
+            latest = max(g["times"][mode][i][1] for g in gathered)
+            exposed.append(latest - gathered[straggler]["times"][mode][i][0])
+            total.append(latest)
+        rows.append({
+            "mode": mode,
+            "backend": "gloo" if mode == "gloo" else "stragglar",
+            "algorithm": "gloo" if mode == "gloo" else (mode.split(":", 1)[1] if ":" in mode else "stragglar"),
+            "exposed_ms": statistics.median(exposed) * 1e3,
+            "exposed_min_ms": min(exposed) * 1e3,
+            "exposed_max_ms": max(exposed) * 1e3,
+            "time_ms": statistics.median(total) * 1e3,
+            "wrong": sum(g["wrong"][mode] for g in gathered),
+            "exposed_all_ms": [e * 1e3 for e in exposed],
+        })
+    return {"nranks": world, "bytes": count * 4, "delay_ms": args.delay_ms, "straggler": straggler,
+            "iters": args.iters, "warmup": args.warmup, "threads": args.threads,
+            "load_before": os.getloadavg(), "rows": rows}
+
+
+def print_table(result: dict) -> None:
+    gloo = next((r["exposed_ms"] for r in result["rows"] if r["mode"] == "gloo"), None)
+    print(f"# {result['nranks']} ranks, {result['bytes'] / 2**20:g} MiB float32 SUM, rank {result['straggler']} "
+          f"{result['delay_ms']:g} ms late, median of {result['iters']} (after {result['warmup']} warm-up), "
+          f"load {result['load_before'][0]:.2f}")
+    print(f"{'mode':<20} {'exposed(ms)':>12} {'min':>9} {'max':>9} {'time(ms)':>10} {'vs gloo':>8} {'#wrong':>7}")
+    for r in result["rows"]:
+        ratio = f"{gloo / r['exposed_ms']:.2f}x" if gloo else "-"
+        print(f"{r['mode']:<20} {r['exposed_ms']:>12.1f} {r['exposed_min_ms']:>9.1f} {r['exposed_max_ms']:>9.1f} "
+              f"{r['time_ms']:>10.1f} {ratio:>8} {r['wrong']:>7}")
+    sys.stdout.flush()
+
+
+def _spawned(rank: int, world: int, store_path: str, args) -> None:
+    timeout = datetime.timedelta(seconds=args.timeout_s)
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world,
+                            timeout=timeout)
+    finish(args, rank, world)
+
+
+def finish(args, rank: int, world: int) -> None:
+    result = run_rank(args, rank, world)
+    if result is not None:
+        print_table(result)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=1)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout_s))
+        finish(args, dist.get_rank(), dist.get_world_size())
+        return 0
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory(prefix="stragglar-bench-") as tmp:
+        mp.spawn(_spawned, args=(args.nproc, os.path.join(tmp, "store"), args), nprocs=args.nproc, join=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

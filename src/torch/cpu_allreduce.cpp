@@ -1,0 +1,181 @@
+// CPU tensors: a worker thread per group, the runtime core over UcxEngine (cpu_allreduce.hpp).
+#include "cpu_allreduce.hpp"
+
+#include <ATen/core/LegacyTypeDispatch.h>
+
+#include <string>
+#include <utility>
+
+#include "tensor_args.hpp"
+#include "ucx/kv_store.hpp"
+
+namespace stragglar::torch_backend {
+namespace {
+
+// UcxTransport's bootstrap over the group's c10d store (docs/ucx.md "Bootstrap without MPI").
+class C10dKeyValueStore final : public KeyValueStore {
+ public:
+  explicit C10dKeyValueStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
+  void set(const std::string& key, std::span<const std::uint8_t> value) override {
+    store_->set(key, std::vector<std::uint8_t>(value.begin(), value.end()));
+  }
+  std::vector<std::uint8_t> get(const std::string& key, double timeout_s) override {
+    try {
+      store_->wait({key}, std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000)));
+    } catch (const c10::Error& e) {
+      throw Error(ErrorCode::Timeout, "the c10d store has no key '" + key + "' after " + std::to_string(timeout_s) +
+                                          " s (that rank never connected): " + e.what_without_backtrace());
+    }
+    return store_->get(key);
+  }
+  bool check(const std::string& key) override { return store_->check({key}); }
+
+ private:
+  c10::intrusive_ptr<c10d::Store> store_;
+};
+
+}  // namespace
+
+// ---- CpuAllreduceWork ------------------------------------------------------------------------------
+CpuAllreduceWork::CpuAllreduceWork(int rank, at::Tensor tensor, std::uint64_t sequence)
+    : c10d::Work(rank, c10d::OpType::ALLREDUCE, "stragglar:all_reduce", std::vector<at::Tensor>{tensor}),
+      tensor_(std::move(tensor)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+      sequence_(sequence) {}
+
+void CpuAllreduceWork::complete(std::exception_ptr error) {
+  // The Work first (wait() returns), then the future: its callbacks (DDP's) run inline here.
+  finish(error);
+  if (error)
+    future_->setError(error);
+  else
+    future_->markCompleted(c10::IValue(std::vector<at::Tensor>{tensor_}));
+}
+
+void CpuAllreduceWork::wait_done() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return completed_; });
+}
+
+// ---- CpuAllreduce ----------------------------------------------------------------------------------
+CpuAllreduce::CpuAllreduce(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+                           UcxEngine::NativeAllreduce native)
+    : store_(std::move(store)), rank_(rank), size_(size), native_(std::move(native)), worker_([this] { run(); }) {}
+
+CpuAllreduce::~CpuAllreduce() {
+  stop("the process group was destroyed");
+  // The worker may need the GIL (a Python callback on a future, making the native Gloo).
+  run_without_gil([this] {
+    if (worker_.joinable()) worker_.join();
+  });
+}
+
+void CpuAllreduce::stop(const std::string& why) {
+  std::deque<Job> dropped;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (!stopping_) {
+      stopping_ = true;
+      stop_reason_ = why;
+    }
+    dropped.swap(queue_);
+  }
+  queue_cv_.notify_all();
+  for (Job& job : dropped)
+    job.work->complete(dist_backend_error("stragglar.torch all_reduce: not run: " + why));
+}
+
+c10::intrusive_ptr<c10d::Work> CpuAllreduce::enqueue(at::Tensor tensor, DataType dtype, ReduceOp op,
+                                                     const Options& options, std::chrono::milliseconds timeout,
+                                                     std::uint64_t sequence) {
+  auto work = c10::make_intrusive<CpuAllreduceWork>(rank_, std::move(tensor), sequence);
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    TORCH_CHECK(!stopping_, "stragglar.torch all_reduce: this process group was shut down (", stop_reason_, ")");
+    queue_.push_back(Job{work, dtype, op, options, static_cast<double>(timeout.count()) / 1000.0});
+    last_ = work;
+  }
+  queue_cv_.notify_one();
+  return work;
+}
+
+void CpuAllreduce::drain() {
+  c10::intrusive_ptr<CpuAllreduceWork> last;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    last = last_.lock();
+  }
+  if (last) last->wait_done();  // each call ends within its timeout
+}
+
+void CpuAllreduce::run() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(queue_mutex_);
+      queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::exception_ptr error;
+    try {
+      execute(job);
+    } catch (...) {
+      error = current_as_dist_error();
+    }
+    job.work->complete(error);
+  }
+}
+
+void CpuAllreduce::connect(double timeout_s) {
+  C10dKeyValueStore kv(store_);
+  auto transport = UcxTransport::connect(kv, "stragglar_ucx", rank_, size_, timeout_s);
+  engine_ = std::make_unique<UcxEngine>(std::move(transport), native_);
+  session_ = std::make_unique<detail::Session>(*engine_, "stragglar.torch all_reduce");
+}
+
+void CpuAllreduce::execute(const Job& job) {
+  const at::Tensor& tensor = job.work->tensor();
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  if (!session_) {
+    // A failed connect is final: this rank's address key would have to be published anew, and
+    // peers that connected already hold endpoints to the old one.
+    if (connect_error_) throw Error(connect_error_->code(), connect_error_->what());
+    try {
+      connect(job.timeout_s);
+    } catch (const Error& e) {
+      connect_error_ = Error(e.code(), std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
+      throw *connect_error_;
+    }
+  }
+  engine_->ucx().set_timeout(job.timeout_s);
+  // Raw memory in, raw memory out: no autograd bookkeeping on the user's tensor (as Gloo).
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  // Contiguous tensors (any storage offset) in place: exactly their elements are touched. Others
+  // through a packed copy, written back element by element.
+  const at::Tensor buffer = tensor.is_contiguous() ? tensor : tensor.contiguous();
+  void* data = buffer.numel() == 0 ? nullptr : buffer.data_ptr();
+  session_->allreduce(data, data, static_cast<std::size_t>(buffer.numel()), job.dtype, job.op, job.options);
+  ran_ = true;
+  if (!buffer.is_same(tensor)) tensor.copy_(buffer);
+}
+
+GroupReport CpuAllreduce::report() {
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  GroupReport r;
+  r.device = "cpu";
+  r.ran = ran_;
+  if (session_) {
+    r.last = session_->last_choice();
+    r.automatic = session_->auto_report();
+  }
+  return r;
+}
+
+std::string CpuAllreduce::describe_peer(int peer) {
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  return engine_ ? engine_->ucx().describe_peer(peer) : std::string();
+}
+
+}  // namespace stragglar::torch_backend

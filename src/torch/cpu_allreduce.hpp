@@ -1,0 +1,101 @@
+// The CPU half of the backend: all_reduce of CPU tensors on a worker thread of the group,
+// through the runtime core over UcxEngine (docs/torch.md "CPU tensors").
+//
+// Calls are queued in the order the program makes them and run one at a time, so every rank
+// runs the same sequence (the core's agreement and tags rely on it); the caller gets its Work
+// at once (async_op=True returns immediately, wait() blocks). The engine connects on the
+// first call (UCX addresses through the group's store). A timeout or a dead peer fails that
+// call and, through the core's broken state, every later one at once.
+#pragma once
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "process_group_stragglar.hpp"
+#include "ucx_engine.hpp"
+
+namespace stragglar::torch_backend {
+
+// The Work of one CPU all_reduce: completed by the worker thread; its future's value is the
+// list [tensor] (what DDP's default path and comm hooks read).
+class CpuAllreduceWork final : public c10d::Work {
+ public:
+  CpuAllreduceWork(int rank, at::Tensor tensor, std::uint64_t sequence);
+  std::vector<at::Tensor> result() override { return {tensor_}; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  uint64_t getSequencenumber() const override { return sequence_; }
+  // Called once by the worker: `error` null = success.
+  void complete(std::exception_ptr error);
+  // Blocks until complete() ran, without raising its error.
+  void wait_done();
+  const at::Tensor& tensor() const noexcept { return tensor_; }
+
+ private:
+  at::Tensor tensor_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::uint64_t sequence_;
+};
+
+class CpuAllreduce {
+ public:
+  CpuAllreduce(c10::intrusive_ptr<c10d::Store> store, int rank, int size, UcxEngine::NativeAllreduce native);
+  // Lets the queued calls finish (each is bounded by its timeout), then joins the worker.
+  ~CpuAllreduce();
+  CpuAllreduce(const CpuAllreduce&) = delete;
+  CpuAllreduce& operator=(const CpuAllreduce&) = delete;
+
+  // Queues tensor ⊕= over ranks; `tensor` is a CPU tensor of a core dtype.
+  c10::intrusive_ptr<c10d::Work> enqueue(at::Tensor tensor, DataType dtype, ReduceOp op, const Options& options,
+                                         std::chrono::milliseconds timeout, std::uint64_t sequence);
+  // Between calls (waits for the one running): the core's last choice and auto's state.
+  GroupReport report();
+  std::string describe_peer(int peer);
+  // Stops taking calls; the ones queued fail with `why`.
+  void stop(const std::string& why);
+  // Blocks until every call queued so far has run (a barrier orders after them).
+  void drain();
+
+ private:
+  struct Job {
+    c10::intrusive_ptr<CpuAllreduceWork> work;
+    DataType dtype;
+    ReduceOp op;
+    Options options;
+    double timeout_s;
+  };
+  void run();
+  void execute(const Job& job);
+  void connect(double timeout_s);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  int rank_, size_;
+  UcxEngine::NativeAllreduce native_;
+
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  // The most recently queued call (weak: a finished call's tensor is not kept alive).
+  c10::weak_intrusive_ptr<CpuAllreduceWork> last_{c10::intrusive_ptr<CpuAllreduceWork>()};
+  std::string stop_reason_;
+
+  std::mutex session_mutex_;  // held by the worker while a call runs; report() takes it between calls
+  std::unique_ptr<UcxEngine> engine_;
+  std::unique_ptr<detail::Session> session_;
+  bool ran_ = false;
+  std::optional<Error> connect_error_;
+
+  std::thread worker_;  // last: starts after everything it uses exists
+};
+
+}  // namespace stragglar::torch_backend

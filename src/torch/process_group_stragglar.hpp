@@ -1,0 +1,163 @@
+// The c10d backend "stragglar" (issue #11; docs/torch.md): torch.distributed's all_reduce runs
+// through the runtime core (src/runtime/session.hpp), everything else through inner backends.
+//
+//   all_reduce of one dense tensor, float32/64, float16, bfloat16, int32, int64 ×
+//   SUM, PRODUCT, MIN, MAX, AVG:
+//     CPU tensor   → a worker thread of this group: Session over UcxEngine (ucx_engine.hpp)
+//     CUDA tensor  → NcclSession on an ncclComm of this group's own, on a backend stream
+//                    ordered after the caller's (cuda_allreduce.hpp; CUDA builds only)
+//   anything else (other collectives, dtypes, ops; sparse tensors; lists of tensors)
+//     → the inner backend for the tensors' device: Gloo (CPU) or NCCL (CUDA), made on first
+//       use from the same store (PrefixStore) by torch's own classes, through `InnerFactory`.
+//
+// Any tensor works: contiguous ones (views with a storage offset, 0-dim, empty included) are
+// reduced in place, others through a contiguous copy written back element by element, so
+// nothing outside the tensor's elements is touched. Tensors whose elements overlap are refused.
+#pragma once
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend_options.hpp"
+#include "runtime/straggler_policy.hpp"
+#include "stragglar/types.hpp"
+
+namespace stragglar::torch_backend {
+
+class CpuAllreduce;   // cpu_allreduce.hpp
+class CudaAllreduce;  // cuda_allreduce.hpp (CUDA builds: STRAGGLAR_TORCH_CUDA=1)
+
+// Makes the inner backend `name` — "gloo" (delegated CPU collectives), "gloo_native" (the CPU
+// engine's `native`, used only from the worker thread so that its calls keep one order on every
+// rank) or "nccl" (delegated CUDA collectives) — over PrefixStore(name + "/", the group's store).
+// Called once per name, by every rank at the same point of the program (it is collective).
+using InnerFactory = std::function<c10::intrusive_ptr<c10d::Backend>(const std::string& name)>;
+
+// What a group's all_reduce ran and saw on one device (stragglar.torch.straggler_report):
+// the core's choice for the most recent call and, for algorithm = auto, the straggler policy's
+// state (docs/auto.md).
+struct GroupReport {
+  bool ran = false;              // an all_reduce on this device has run through the core
+  std::string device;            // "cpu" or "cuda:N"
+  detail::Choice last;           // what the most recent call ran
+  StragglerReport automatic;     // algorithm = auto: who is late, by how much, scores per rank
+};
+
+class ProcessGroupStragglar final : public c10d::Backend {
+ public:
+  ProcessGroupStragglar(c10::intrusive_ptr<c10d::Store> store, int rank, int size, std::chrono::milliseconds timeout,
+                        BackendOptions options, InnerFactory inner_factory);
+  ~ProcessGroupStragglar() override;
+
+  const std::string getBackendName() const override { return "stragglar"; }
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
+  void setSequenceNumberForGroup() override {}  // every rank starts at 0
+  void abort() override;
+  void shutdown() override;
+
+  // Through the core (or delegated, see the top of this file).
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+
+  // Delegated to the inner backend of the tensors' device.
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor>& tensors,
+                                                  const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceCoalescedOptions& opts = c10d::AllreduceCoalescedOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(
+      std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks = false) override;
+
+  const BackendOptions& options() const noexcept { return options_; }
+  std::chrono::milliseconds timeout() const noexcept { return std::chrono::milliseconds(timeout_ms_.load()); }
+  // What the most recent all_reduce on the CPU / on CUDA ran through the core.
+  GroupReport report(bool cuda);
+  // The inner backends made so far, e.g. "gloo, gloo_native".
+  std::string inner_backends();
+  // What carries the CPU engine's messages to `peer` ("sysv/memory cma/memory (process
+  // watched)"), or "" before the first CPU all_reduce connected it.
+  std::string describe_peer(int peer);
+
+ private:
+  enum class Inner { gloo, gloo_native, nccl };
+  c10d::Backend& inner(Inner which);
+  c10d::Backend& inner_for(const std::vector<at::Tensor>& tensors);
+  c10d::Backend& inner_for(const at::Tensor& tensor);
+  // The CPU engine's `native`: Gloo's allreduce in place (avg as sum, then divided).
+  void native_allreduce(void* buf, std::size_t count, DataType dtype, ReduceOp op);
+  CpuAllreduce& cpu();
+#if STRAGGLAR_TORCH_CUDA
+  CudaAllreduce& cuda(const at::Tensor& tensor);
+#endif
+  std::chrono::milliseconds op_timeout(std::chrono::milliseconds requested) const;
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  BackendOptions options_;
+  InnerFactory inner_factory_;
+  std::atomic<std::int64_t> timeout_ms_;
+  std::atomic<std::uint64_t> sequence_{0};
+
+  std::mutex inner_mutexes_[3];  // one per inner backend: guards its creation
+  c10::intrusive_ptr<c10d::Backend> inners_[3];
+
+  std::mutex engines_mutex_;  // guards the creation of cpu_ and cuda_
+  std::unique_ptr<CpuAllreduce> cpu_;
+#if STRAGGLAR_TORCH_CUDA
+  std::unique_ptr<CudaAllreduce> cuda_;
+  std::string cuda_error_;  // a failed start of the CUDA engine, final
+#endif
+};
+
+// For module.cpp: runs f with the GIL released when this thread holds it (joining a worker that
+// may need the GIL to make an inner backend). Defined in module.cpp.
+void run_without_gil(const std::function<void()>& f);
+
+}  // namespace stragglar::torch_backend

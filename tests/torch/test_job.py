@@ -1,0 +1,64 @@
+"""A whole job on 'stragglar': async use, delegated collectives, DDP (default path and comm hook),
+a rank that dies or stops, torchrun."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness import run_ranks
+
+
+@pytest.fixture(scope="module")
+def four_ranks_tcpstore():
+    return run_ranks([("async_ops", {}), ("delegated", {}), ("ddp_training", {})], nranks=4, store="tcp")
+
+
+def test_async_wait_and_future(four_ranks_tcpstore):
+    assert all(four_ranks_tcpstore["async_ops"].values())
+
+
+def test_delegated_collectives(four_ranks_tcpstore):
+    inner = four_ranks_tcpstore["delegated"]
+    assert all(v == ["gloo"] for v in inner.values()), inner
+
+
+def test_ddp_matches_gloo_and_is_identical_on_every_rank(four_ranks_tcpstore):
+    diffs = four_ranks_tcpstore["ddp_training"]
+    assert all(len(d) == 6 for d in diffs.values()), diffs
+
+
+def test_killed_rank_raises_on_the_others():
+    # Ranks that talk to the dead one see it exit (the UCX engine watches processes on this host);
+    # the ones waiting for them time out: all within the group's timeout, none hangs.
+    out = run_ranks([("dead_peer", {"how": "kill"})], nranks=4, store="file", timeout_s=10, may_die={3})
+    results = out["dead_peer"]
+    assert set(results) == {0, 1, 2}, results
+    for r in results.values():
+        assert r["elapsed_s"] < 10 + 10, r
+    assert any("rank 3" in r["message"] and "exited" in r["message"] for r in results.values()), results
+
+
+def test_stopped_rank_times_out_on_the_others():
+    out = run_ranks([("dead_peer", {"how": "stop"})], nranks=4, store="file", timeout_s=5, may_die={3},
+                    deadline_s=120)
+    results = out["dead_peer"]
+    assert set(results) == {0, 1, 2}, results
+    for r in results.values():
+        assert r["elapsed_s"] < 5 + 10, r
+        assert "waited 5 s" in r["message"], r
+
+
+def test_benchmark_under_torchrun(tmp_path):
+    # torchrun's own rendezvous (a TCPStore), the benchmark's three modes, results checked exactly.
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "stragglar.torch.bench", "--size", "1M", "--iters", "2", "--warmup", "1", "--delay-ms", "20",
+           "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    import json
+
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["mode"] for r in rows] == ["gloo", "stragglar", "stragglar:ring"]
+    assert all(r["wrong"] == 0 for r in rows), rows
