@@ -2,11 +2,15 @@
 # Python packages the figures (python/stragglar/figures.py, draw.py) and their tests need, from
 # PyPI: matplotlib (brings numpy) and pytest. Idempotent: installs only what does not import yet,
 # so a second run costs one python3 start. Called by scripts/test.sh, scripts/run.sh and
-# scripts/figures.sh.
+# scripts/figures.sh. With --torch (scripts/test.sh) also torch, the PyPI release: the PyTorch
+# backend (src/torch, tests/torch) is built and tested against it.
 set -euo pipefail
 missing=()
 python3 -c 'import matplotlib' 2>/dev/null || missing+=('matplotlib>=3.6')
 python3 -c 'import pytest' 2>/dev/null || missing+=('pytest>=7')
+if [ "${1:-}" = "--torch" ]; then
+  python3 -c 'import torch' 2>/dev/null || missing+=('torch')
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -9,11 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/install-python-deps.sh
+bash scripts/install-python-deps.sh --torch
 jobs=$(nproc)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSTRAGGLAR_WERROR=ON -DSTRAGGLAR_CUDA="${STRAGGLAR_CUDA:-AUTO}"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSTRAGGLAR_WERROR=ON -DSTRAGGLAR_CUDA="${STRAGGLAR_CUDA:-AUTO}" \
+      -DSTRAGGLAR_TORCH="${STRAGGLAR_TORCH:-ON}"
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j1
 

@@ -52,6 +52,19 @@ void CpuAllreduceWork::complete(std::exception_ptr error) {
     future_->markCompleted(c10::IValue(std::vector<at::Tensor>{tensor_}));
 }
 
+bool CpuAllreduceWork::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (timeout == kNoTimeout) {
+    cv_.wait(lock, [this] { return completed_; });  // every call ends within its group's timeout
+  } else if (!cv_.wait_for(lock, timeout, [this] { return completed_; })) {
+    std::rethrow_exception(dist_backend_error("stragglar.torch all_reduce: not complete after " +
+                                              std::to_string(timeout.count()) +
+                                              " ms (the timeout given to Work.wait); it goes on in the background"));
+  }
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
 void CpuAllreduceWork::wait_done() {
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [this] { return completed_; });

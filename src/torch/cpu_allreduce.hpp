@@ -31,6 +31,9 @@ namespace stragglar::torch_backend {
 class CpuAllreduceWork final : public c10d::Work {
  public:
   CpuAllreduceWork(int rank, at::Tensor tensor, std::uint64_t sequence);
+  // Blocks until the call ran (or `timeout`, when given, passed: then DistBackendError; the call
+  // goes on); raises the call's error.
+  bool wait(std::chrono::milliseconds timeout) override;
   std::vector<at::Tensor> result() override { return {tensor_}; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   uint64_t getSequencenumber() const override { return sequence_; }

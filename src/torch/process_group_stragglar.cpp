@@ -92,7 +92,12 @@ void ProcessGroupStragglar::abort() {
 }
 
 void ProcessGroupStragglar::shutdown() {
-  if (cpu_) cpu_->stop("the process group was shut down");
+  // A normal end: the calls already queued run first (destroy_process_group right after
+  // async all_reduces), then nothing more is taken.
+  if (cpu_) {
+    run_without_gil([this] { cpu_->drain(); });
+    cpu_->stop("the process group was shut down");
+  }
   for (auto& inner : inners_)
     if (inner) inner->shutdown();
 }

@@ -17,10 +17,13 @@ needs_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2,
 
 @needs_engine
 def test_one_nccl_torchs():
+    # The one file mapped is the one the extension calls, and torch's own (libtorch_cuda needs
+    # libnccl.so.2 too: the loader gave both the library torch loaded first).
     lib = st.nccl_library()
     assert lib is not None
-    assert lib["version"] == lib["torch_version"], lib
-    assert "libnccl.so.2" in lib["path"], lib
+    assert len(lib["loaded_files"]) == 1, lib
+    assert lib["loaded_files"][0] == __import__("os").path.realpath(lib["path"]), lib
+    assert lib["version"] >= lib["compiled_version"], lib
 
 
 @needs_engine

@@ -28,6 +28,7 @@ job (DDP, checkpoints, subgroups) runs on "stragglar" alone. docs/torch.md has t
 from __future__ import annotations
 
 import datetime
+import os
 
 # torch first: its libraries (libnccl.so.2 of the nvidia-nccl wheel among them) are then the ones
 # this extension uses, and its Backend / Store types exist before _C refers to them.
@@ -111,23 +112,39 @@ def straggler_report(group=None, device: str = "cpu") -> dict:
     return _C._report(_backend(group, device), cuda=torch.device(device).type == "cuda")
 
 
+def _loaded_nccl_files() -> list[str]:
+    """Every libnccl.so* file mapped into this process (resolved paths)."""
+    files = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            if os.path.basename(path).startswith("libnccl.so"):
+                files.add(os.path.realpath(path))
+    return sorted(files)
+
+
 def nccl_library() -> dict | None:
-    """The NCCL this process has loaded, as the extension sees it: {"version": (2, 30, 7),
-    "path": ".../nvidia/nccl/lib/libnccl.so.2", "compiled_version": (2, 28, 9),
-    "torch_version": torch.cuda.nccl.version()}; None when this build has no CUDA engine."""
+    """The NCCL this process runs, as the extension sees it; None without the CUDA engine::
+
+        {"version": (2, 30, 7),                    # ncclGetVersion: the library in use
+         "path": ".../nvidia/nccl/lib/libnccl.so.2",
+         "compiled_version": (2, 28, 9),           # the nccl.h this extension was compiled with
+         "torch_compiled_version": (2, 30, 7),     # torch.cuda.nccl.version(): torch's nccl.h
+         "loaded_files": [".../libnccl.so.2"]}     # every libnccl mapped into the process: one
+    """
     lib = _C._nccl_library()
     if lib is None:
         return None
 
     def triple(code):
-        return (code // 10000, code // 100 % 100, code % 100) if code >= 10000 else (code // 1000, code // 100 % 10,
-                                                                                     code % 100)
+        return (code // 10000, code // 100 % 100, code % 100)
 
     out = {"version": triple(lib["version"]), "path": lib["path"], "compiled_version": triple(lib["compiled_version"])}
     try:
-        out["torch_version"] = tuple(torch.cuda.nccl.version())
+        out["torch_compiled_version"] = tuple(torch.cuda.nccl.version())
     except Exception:  # noqa: BLE001 - torch without NCCL
-        out["torch_version"] = None
+        out["torch_compiled_version"] = None
+    out["loaded_files"] = _loaded_nccl_files()
     return out
 
 
@@ -146,15 +163,15 @@ def info(group=None) -> dict:
 
 
 def _check_one_nccl() -> None:
-    """One NCCL per process, torch's: the extension links libnccl.so.2 by soname after torch loaded
-    it, so both must report the same version."""
+    """One NCCL per process, torch's: the extension links libnccl.so.2 by soname and is loaded after
+    torch loaded its own, so exactly one libnccl file may be mapped, and it is the one ours calls."""
     lib = nccl_library()
-    if lib is None or lib["torch_version"] is None:
+    if lib is None:
         return
-    if lib["version"] != lib["torch_version"]:
-        raise ImportError(f"stragglar.torch: this process has loaded NCCL {lib['version']} from {lib['path']}, "
-                          f"but torch reports NCCL {lib['torch_version']}: two NCCLs in one process. Import torch "
-                          f"before anything that loads another libnccl.so.2 (LD_PRELOAD, LD_LIBRARY_PATH).")
+    if len(lib["loaded_files"]) != 1 or os.path.realpath(lib["path"]) not in lib["loaded_files"]:
+        raise ImportError(f"stragglar.torch: this process has loaded NCCL from {lib['loaded_files']} and the "
+                          f"extension calls {lib['path']}: expected one NCCL, torch's. Import torch before "
+                          f"anything that loads another libnccl.so.2 (LD_PRELOAD, LD_LIBRARY_PATH).")
 
 
 _check_one_nccl()

@@ -83,6 +83,7 @@ def make_groups(modes, straggler):
 
 def run_rank(args, rank: int, world: int) -> dict | None:
     torch.set_num_threads(args.threads)
+    load = os.getloadavg()  # before this run's own work (other processes on the machine)
     modes = args.modes.split(",")
     straggler = args.straggler if args.straggler >= 0 else world - 1
     count = parse_size(args.size) // 4
@@ -135,14 +136,14 @@ def run_rank(args, rank: int, world: int) -> dict | None:
         })
     return {"nranks": world, "bytes": count * 4, "delay_ms": args.delay_ms, "straggler": straggler,
             "iters": args.iters, "warmup": args.warmup, "threads": args.threads,
-            "load_before": os.getloadavg(), "rows": rows}
+            "load": load, "rows": rows}
 
 
 def print_table(result: dict) -> None:
     gloo = next((r["exposed_ms"] for r in result["rows"] if r["mode"] == "gloo"), None)
     print(f"# {result['nranks']} ranks, {result['bytes'] / 2**20:g} MiB float32 SUM, rank {result['straggler']} "
           f"{result['delay_ms']:g} ms late, median of {result['iters']} (after {result['warmup']} warm-up), "
-          f"load {result['load_before'][0]:.2f}")
+          f"load average {result['load'][0]:.2f} before the run")
     print(f"{'mode':<20} {'exposed(ms)':>12} {'min':>9} {'max':>9} {'time(ms)':>10} {'vs gloo':>8} {'#wrong':>7}")
     for r in result["rows"]:
         ratio = f"{gloo / r['exposed_ms']:.2f}x" if gloo else "-"
