@@ -433,3 +433,21 @@ def cuda_ddp(rank, nranks, steps=6):
         torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(z, x, rtol=1e-5, atol=1e-6)
     return True
+
+
+def auto_report(rank, nranks, calls=15, late=2, delay_s=0.1):
+    """algorithm="auto" through the backend: exact results, and the report names the late rank."""
+    group = st.new_group(options=st.Options(algorithm="auto"))
+    for i in range(calls):
+        t = inputs(rank, 50_000, "sum", torch.float32, salt=i)
+        dist.barrier()
+        if rank == late:
+            time.sleep(delay_s)
+        dist.all_reduce(t, group=group)
+        check_equal(t, reference(nranks, 50_000, "sum", torch.float32, salt=i), f"auto call {i}")
+    report = st.straggler_report(group)
+    a = report["auto"]
+    assert a["active"] and a["calls"] == calls and a["decisions"] >= 1, report
+    assert len(a["scores"]) == nranks, report
+    assert a["late_rank"] == late, report
+    return report

@@ -11,7 +11,8 @@ from harness import run_ranks
 
 @pytest.fixture(scope="module")
 def four_ranks_tcpstore():
-    return run_ranks([("async_ops", {}), ("delegated", {}), ("ddp_training", {})], nranks=4, store="tcp")
+    return run_ranks([("async_ops", {}), ("delegated", {}), ("ddp_training", {}), ("auto_report", {})], nranks=4,
+                     store="tcp")
 
 
 def test_async_wait_and_future(four_ranks_tcpstore):
@@ -26,6 +27,13 @@ def test_delegated_collectives(four_ranks_tcpstore):
 def test_ddp_matches_gloo_and_is_identical_on_every_rank(four_ranks_tcpstore):
     diffs = four_ranks_tcpstore["ddp_training"]
     assert all(len(d) == 6 for d in diffs.values()), diffs
+
+
+def test_auto_through_the_backend_names_the_late_rank(four_ranks_tcpstore):
+    # Options(algorithm="auto"): the core's straggler policy (docs/auto.md) behind the backend;
+    # rank 2 enters 100 ms late every call; straggler_report shows what the policy saw.
+    for report in four_ranks_tcpstore["auto_report"].values():
+        assert report["auto"]["late_rank"] == 2, report
 
 
 def test_killed_rank_raises_on_the_others():
