@@ -10,6 +10,7 @@ from harness import run_ranks
 needs_engine = pytest.mark.skipif(not st._C.cuda_built(),
                                   reason="this build of stragglar.torch has no CUDA engine (nvcc/NCCL not found "
                                          "when it was built): CUDA tensors go to the inner NCCL backend")
+needs_a_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (torch.cuda.is_available() is False)")
 needs_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2,
                                     reason=f"needs 2 GPUs (one per rank), this machine has "
                                            f"{torch.cuda.device_count()}")
@@ -36,3 +37,36 @@ def test_cuda_allreduce_exact_2_ranks():
 @needs_two_gpus
 def test_cuda_ddp_2_ranks():
     run_ranks([("cuda_ddp", {})], nranks=2, store="file")
+
+
+@needs_engine
+@needs_a_gpu
+def test_cuda_one_rank_in_process(tmp_path):
+    # One GPU is enough for the plumbing: the communicator (one rank), the backend stream after
+    # the caller's, events, the CUDA future, recordStream, the packed copy of a strided tensor.
+    import datetime
+
+    import torch.distributed as dist
+
+    dist.init_process_group("stragglar", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            base = torch.full((40,), -7.0, device="cuda")
+            strided = base[5:25:2]
+            strided.copy_(torch.arange(10.0, device="cuda"))
+            work = dist.all_reduce(strided, op=dist.ReduceOp.AVG, async_op=True)
+            work.wait()
+            doubled = strided * 2
+        side.synchronize()
+        assert torch.equal(doubled.cpu(), torch.arange(10.0) * 2)
+        mask = torch.ones(40, dtype=torch.bool)
+        mask[5:25:2] = False
+        assert torch.equal(base.cpu()[mask], torch.full((30,), -7.0))
+        fut = dist.all_reduce(torch.ones(1000, device="cuda"), async_op=True).get_future()
+        assert torch.equal(fut.wait()[0].cpu(), torch.ones(1000))
+        report = st.straggler_report(device="cuda")
+        assert report["ran"] and report["device"].startswith("cuda"), report
+    finally:
+        dist.destroy_process_group()
