@@ -29,6 +29,11 @@ class MpiEngine final : public Engine {
   bool writes_may_be_pending() const override { return transport_.abandoned_receives(); }
   void agree_max(std::span<std::int64_t> values, double timeout_s) override;
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op) override;
+  void reserve_exchange(std::size_t values) override {
+    Engine::reserve_exchange(values);
+    in_.reserve(values);
+    out_.reserve(values);
+  }
   // Whether a timed-out agreement has completed (then its buffers may go), waiting for it at
   // most `timeout_s`: the late peer has usually joined by the time the communicator is freed.
   bool settle(double timeout_s) { return settle_request(pending_, timeout_s); }

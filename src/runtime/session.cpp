@@ -118,6 +118,48 @@ void Engine::exchange_end(std::span<std::int64_t> values, double) {
 }
 
 // ---- algorithm = auto ----------------------------------------------------------------------------
+// auto's model: the simulator on the schedule a choice would run (the cached one), with the
+// straggler arriving delay_s late — the same numbers on every rank. The event simulator is
+// max-plus linear in the straggler's arrival d (every start is a max of arrivals plus fixed
+// durations), so its last finish is max(C0, d + C1) and the exposed time is exactly
+// max(E(0) − d, E(∞)): two simulations per choice, on its first use, and predicting afterwards
+// costs no simulation and no allocation (a configuration seen before allocates nothing, auto
+// included).
+class PredictionCache {
+ public:
+  PredictionCache(Options base, int nranks, std::size_t bytes) : base_(std::move(base)), n_(nranks), bytes_(bytes) {}
+  double operator()(const Choice& c, double delay_s) {
+    if (algorithm_info(c.algorithm).kind != AlgorithmKind::schedule) return std::numeric_limits<double>::quiet_NaN();
+    const Curve& curve = curve_of(c);
+    return std::max(curve.at_zero - std::max(0.0, delay_s), curve.at_infinity);
+  }
+
+ private:
+  struct Curve {
+    Choice choice;
+    double at_zero;      // exposed time when the straggler is not late
+    double at_infinity;  // exposed time when it is later than everything that can run without it
+  };
+  // Keyed by algorithm: a schedule for another straggler is a relabelling, with the same times.
+  const Curve& curve_of(const Choice& c) {
+    for (const Curve& curve : curves_)
+      if (curve.choice.algorithm == c.algorithm) return curve;
+    Options x = base_;
+    x.algorithm = c.algorithm;
+    x.straggler = c.straggler;
+    const std::shared_ptr<const Schedule> s = schedule_for(x, n_, bytes_);
+    Delay none, late;
+    late.seconds = 1e4;  // far beyond any phase: the asymptote (double keeps ~1e-12 s here)
+    curves_.push_back({c, simulate(*s, bytes_, *base_.cost, none).exposed_s,
+                       simulate(*s, bytes_, *base_.cost, late).exposed_s});
+    return curves_.back();
+  }
+  Options base_;
+  int n_;
+  std::size_t bytes_;
+  std::vector<Curve> curves_;
+};
+
 struct Session::AutoState {
   AutoState(PolicyConfig config, Predictor predictor) : policy(std::move(config), std::move(predictor)) {}
   StragglerPolicy policy;
@@ -345,24 +387,32 @@ std::shared_ptr<Session::AutoState> Session::make_auto(std::size_t count, DataTy
   pc.bytes = count * size_of(dtype);
   // An exchange must be decided before the next one begins (at most one in flight).
   pc.period = std::max(env().auto_period, engine_.measurement_lag());
+  pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
   Options base = o;
   base.cost = o.cost.value_or(env().cost);
-  // The model, for candidates with a schedule: the simulator on the schedule the call would run
-  // (the cached one), with the straggler arriving delay_s late. The same on every rank.
-  Predictor predict = [base, n = nranks_, bytes = pc.bytes](const Choice& c, double delay_s) {
-    if (algorithm_info(c.algorithm).kind != AlgorithmKind::schedule) return std::numeric_limits<double>::quiet_NaN();
-    Options x = base;
-    x.algorithm = c.algorithm;
-    x.straggler = c.straggler;
-    Delay d;
-    d.seconds = delay_s;
-    return simulate(*schedule_for(x, n, bytes), bytes, *base.cost, d).exposed_s;
-  };
+  auto model = std::make_shared<PredictionCache>(base, nranks_, pc.bytes);
+  Predictor predict = [model](const Choice& c, double delay_s) { return (*model)(c, delay_s); };
   auto a = std::make_shared<AutoState>(std::move(pc), std::move(predict));
   a->exchange.resize(static_cast<std::size_t>(a->policy.exchange_size()));
+  engine_.reserve_exchange(a->exchange.size());
   a->options = base;
   a->count = count;
   a->dtype = dtype;
+  // Every plan auto may run, built now (its first call is a first call anyway): later calls,
+  // explorations and straggler switches then allocate nothing. Beyond kPrebuiltStragglers ranks
+  // StragglAR's plan for a straggler is built when that rank is first found late (a straggler
+  // switch: one compile from the cached canonical schedule, docs/verification.md).
+  constexpr int kPrebuiltStragglers = 64;
+  for (Algorithm alg : a->policy.config().candidates) {
+    const AlgorithmInfo& info = algorithm_info(alg);
+    if (!info.uses_straggler) {
+      (void)plan_for(*a, Choice{alg, -1});
+    } else if (nranks_ <= kPrebuiltStragglers) {
+      for (int s = 0; s < nranks_; ++s) (void)plan_for(*a, Choice{alg, s});
+    } else {
+      (void)plan_for(*a, Choice{alg, a->policy.current().straggler});
+    }
+  }
   return a;
 }
 

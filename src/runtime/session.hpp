@@ -70,6 +70,9 @@ class Engine {
   virtual double take_time();  // the oldest timed call not yet taken, in seconds
   virtual void exchange_begin(std::span<std::int64_t> values, double timeout_s);
   virtual void exchange_end(std::span<std::int64_t> values, double timeout_s);
+  // Called when an auto configuration is created: size every buffer the exchange will use, so
+  // that later calls allocate nothing.
+  virtual void reserve_exchange(std::size_t values) { exchanged_.reserve(values); }
 
  private:
   // The defaults' state: host times of calls not taken yet, and the exchange's result.

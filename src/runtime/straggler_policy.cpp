@@ -27,24 +27,22 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The lower median (the smaller middle value of an even count).
-double lower_median(std::vector<double> v) {
+// The element at (size - 1) / divisor in sorted order, computed in `work` (its capacity is
+// reused: deciding makes no heap allocation once the buffers have grown).
+double lower_quantile(std::span<const double> v, std::vector<double>& work, std::size_t divisor) {
   if (v.empty()) return kNaN;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
+  work.assign(v.begin(), v.end());
+  const auto q = work.begin() + static_cast<std::ptrdiff_t>((work.size() - 1) / divisor);
+  std::nth_element(work.begin(), q, work.end());
+  return *q;
 }
-
+// The lower median (the smaller middle value of an even count).
+double lower_median(std::span<const double> v, std::vector<double>& work) { return lower_quantile(v, work, 2); }
 // A candidate's typical exposed time from few measurements: the lower quartile. On a shared host
 // the noise is mostly slow outliers (interference only ever slows a call down); the lower
 // quartile ignores up to three in four of them, where a median of three ignores one. Every
 // candidate is estimated the same way, so comparisons stay fair.
-double lower_quartile(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  const auto q = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 4);
-  std::nth_element(v.begin(), q, v.end());
-  return *q;
-}
+double lower_quartile(std::span<const double> v, std::vector<double>& work) { return lower_quantile(v, work, 4); }
 
 std::string ms(double s) {
   char buf[32];
@@ -107,10 +105,23 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
     cands_.push_back({a, info.uses_straggler, {}});
     cands_.back().samples.reserve(static_cast<std::size_t>(c.history));
   }
+  // Every buffer at its final size now: deciding makes no heap allocation later (the runtime
+  // core promises that for every configuration seen before, auto included).
+  const std::size_t K = cands_.size(), H = static_cast<std::size_t>(c.history),
+                    P = static_cast<std::size_t>(c.period), N = static_cast<std::size_t>(c.nranks);
+  const std::size_t most = std::max({K * H, P, N, K});
+  for (auto* v : {&work_, &values_, &devs_}) v->reserve(most);
+  for (auto* v : {&gap_, &exposed_}) v->reserve(P);
+  late_per_call_.reserve(P);
+  count_.reserve(N);
+  score_.reserve(N);
+  needs_.reserve(K);
+  plan_.reserve(K + P + 1);
   target_ = c.nranks - 1;  // the API's default straggler until one is measured
   noise_ = c.noise_prior;
   scores_.assign(static_cast<std::size_t>(c.nranks), 0.0);
   est_.resize(cands_.size());
+  for (Estimate& e : est_) e.fresh_values.reserve(H);
   std::size_t ring = 8;
   while (ring < 2 * static_cast<std::size_t>(c.period) + 2) ring *= 2;
   ring_.resize(ring);
@@ -157,10 +168,13 @@ Choice StragglerPolicy::begin_call() {
 }
 
 void StragglerPolicy::record(double seconds_in_call) {
-  require(recorded_ < begun_, "straggler policy: record() of call " + std::to_string(recorded_) +
-                                  " before its begin_call(), expected one begin_call() per recorded call");
-  require(std::isfinite(seconds_in_call) && seconds_in_call >= 0,
-          "straggler policy: time in call " + fmt_double(seconds_in_call) + " s is not valid, expected seconds >= 0");
+  // Runs every call: the messages are built only when a check fails.
+  if (recorded_ >= begun_)
+    throw Error(ErrorCode::InvalidUsage, "straggler policy: record() of call " + std::to_string(recorded_) +
+                                             " before its begin_call(), expected one begin_call() per recorded call");
+  if (!(std::isfinite(seconds_in_call) && seconds_in_call >= 0))
+    throw Error(ErrorCode::InvalidUsage, "straggler policy: time in call " + fmt_double(seconds_in_call) +
+                                             " s is not valid, expected seconds >= 0");
   // Capped at 10^6 s so nanoseconds stay far from int64 overflow.
   slot(recorded_).ns = std::llround(std::min(seconds_in_call, 1e6) * 1e9);
   ++recorded_;
@@ -186,12 +200,14 @@ std::uint64_t StragglerPolicy::window_digest(std::int64_t first_call) const {
 }
 
 void StragglerPolicy::fill_exchange(std::span<std::int64_t> all, int rank) {
-  require(exchange_due(), "straggler policy: fill_exchange() with " + std::to_string(recorded_ - filled_) +
-                              " recorded calls waiting, expected period " + std::to_string(config_.period));
-  require(all.size() == static_cast<std::size_t>(exchange_size()),
-          "straggler policy: exchange array of " + std::to_string(all.size()) + " values, expected " +
-              std::to_string(exchange_size()) + " (nranks × slots_per_rank)");
-  check_int(rank >= 0 && rank < config_.nranks, "rank", rank, "a rank in [0, nranks)");
+  if (!exchange_due())
+    throw Error(ErrorCode::InvalidUsage, "straggler policy: fill_exchange() with " + std::to_string(recorded_ - filled_) +
+                                             " recorded calls waiting, expected period " + std::to_string(config_.period));
+  if (all.size() != static_cast<std::size_t>(exchange_size()))
+    throw Error(ErrorCode::InvalidUsage, "straggler policy: exchange array of " + std::to_string(all.size()) +
+                                             " values, expected " + std::to_string(exchange_size()) +
+                                             " (nranks × slots_per_rank)");
+  if (rank < 0 || rank >= config_.nranks) check_int(false, "rank", rank, "a rank in [0, nranks)");
   std::fill(all.begin(), all.end(), std::int64_t{-1});
   const std::size_t base = static_cast<std::size_t>(rank) * static_cast<std::size_t>(slots_per_rank());
   for (int j = 0; j < config_.period; ++j) all[base + static_cast<std::size_t>(j)] = slot(filled_ + j).ns;
@@ -201,7 +217,7 @@ void StragglerPolicy::fill_exchange(std::span<std::int64_t> all, int rank) {
 
 void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s) {
   const std::int64_t window = decided_ / config_.period;
-  std::vector<double> all_values;
+  std::vector<double>& all_values = values_;
   for (std::size_t k = 0; k < cands_.size(); ++k) {
     const Candidate& c = cands_[k];
     Estimate& e = est_[k];
@@ -220,16 +236,18 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s) {
     }
     e.fresh = static_cast<int>(e.fresh_values.size());
     e.measured = e.fresh >= config_.min_samples;
-    e.value = e.measured ? lower_quartile(e.fresh_values) : lower_quartile(all_values);
+    e.value = e.measured ? lower_quartile(e.fresh_values, work_) : lower_quartile(all_values, work_);
   }
   // The relative spread of calls (σ): 1.4826 × the median absolute relative deviation from
   // each candidate's median (robust to outliers, as the medians are), pooled over candidates
   // with at least 3 fresh measurements (two say little about spread), and smoothed over
   // decisions from config.noise_prior: it is a property of the host more than of one window.
-  std::vector<double> devs;
+  std::vector<double>& devs = devs_;
+  devs.clear();
   for (const Estimate& e : est_) {
     if (e.fresh < 3) continue;
-    std::vector<double> v = e.fresh_values;
+    std::vector<double>& v = work_;
+    v.assign(e.fresh_values.begin(), e.fresh_values.end());
     std::sort(v.begin(), v.end());
     const double med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
     for (double x : v) devs.push_back(std::abs(x / med - 1));
@@ -241,10 +259,11 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s) {
     noise_ = 0.75 * noise_ + 0.25 * sigma;
   }
   // Never measured: the model scaled by how far it is off for the measured candidates.
-  std::vector<double> calib;
+  std::vector<double>& calib = values_;
+  calib.clear();
   for (std::size_t k = 0; k < cands_.size(); ++k)
     if (!cands_[k].samples.empty() && std::isfinite(est_[k].predicted)) calib.push_back(est_[k].value / est_[k].predicted);
-  const double scale = lower_median(calib);
+  const double scale = lower_median(calib, work_);
   for (std::size_t k = 0; k < cands_.size(); ++k)
     if (cands_[k].samples.empty()) est_[k].value = est_[k].predicted * scale;  // NaN when either is unknown
 }
@@ -264,12 +283,8 @@ void StragglerPolicy::plan_exploration(int best) {
   // could be the best within the model's error but lacks fresh measurements. At most min_samples
   // exploration calls per candidate every refresh_windows decisions, so delays that keep
   // changing do not turn into endless exploration.
-  struct Need {
-    int candidate, calls;
-    bool unknown;
-    double value;
-  };
-  std::vector<Need> needs;
+  std::vector<Need>& needs = needs_;
+  needs.clear();
   for (std::size_t k = 0; k < cands_.size(); ++k) {
     if (static_cast<int>(k) == incumbent_) continue;
     const Estimate& e = est_[k];
@@ -320,30 +335,40 @@ void StragglerPolicy::plan_exploration(int best) {
 bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   const int n = config_.nranks, P = config_.period, S = slots_per_rank();
   require(filled_ > decided_, "straggler policy: decide() without a filled exchange, expected fill_exchange() first");
-  require(all.size() == static_cast<std::size_t>(exchange_size()),
-          "straggler policy: exchange array of " + std::to_string(all.size()) + " values, expected " +
-              std::to_string(exchange_size()) + " (nranks × slots_per_rank)");
+  if (all.size() != static_cast<std::size_t>(exchange_size()))
+    throw Error(ErrorCode::InvalidUsage, "straggler policy: exchange array of " + std::to_string(all.size()) +
+                                             " values, expected " + std::to_string(exchange_size()) +
+                                             " (nranks × slots_per_rank)");
   const std::int64_t first = decided_;
   const std::int64_t window = decided_ / P;
   const auto at = [&](int r, int j) { return all[static_cast<std::size_t>(r * S + j)]; };
   const std::int64_t digest = static_cast<std::int64_t>(window_digest(first));
   for (int r = 0; r < n; ++r) {
     for (int j = 0; j <= P; ++j)
-      require(at(r, j) >= 0, "straggler policy: rank " + std::to_string(r) + " contributed nothing to exchange " +
-                                 std::to_string(window) + " (slot " + std::to_string(j) +
-                                 " is negative), expected every rank to fill_exchange() before the max");
-    require(at(r, P) == digest,
-            "straggler policy: rank " + std::to_string(r) + " ran different choices or counted calls differently in calls " +
-                std::to_string(first) + ".." + std::to_string(first + P - 1) + " than this rank, expected every rank "
-                "to call begin_call/record/fill_exchange/decide at the same calls",
-            ErrorCode::Mismatch);
+      if (at(r, j) < 0)
+        throw Error(ErrorCode::InvalidUsage, "straggler policy: rank " + std::to_string(r) +
+                                                 " contributed nothing to exchange " + std::to_string(window) +
+                                                 " (slot " + std::to_string(j) +
+                                                 " is negative), expected every rank to fill_exchange() before the max");
+    if (at(r, P) != digest)
+      throw Error(ErrorCode::Mismatch,
+                  "straggler policy: rank " + std::to_string(r) + " ran different choices or counted calls differently in calls " +
+                      std::to_string(first) + ".." + std::to_string(first + P - 1) + " than this rank, expected every rank "
+                      "to call begin_call/record/fill_exchange/decide at the same calls");
   }
 
   // Per call: who arrived last, by how much, and the exposed time.
-  std::vector<int> late(static_cast<std::size_t>(P));
-  std::vector<double> gap(static_cast<std::size_t>(P)), exposed(static_cast<std::size_t>(P));
-  std::vector<int> count(static_cast<std::size_t>(n), 0);
-  std::vector<double> score(static_cast<std::size_t>(n), 0.0);
+  // Per-window buffers are members: their capacity is reused, so deciding allocates nothing
+  // once they have grown (a configuration seen before makes no heap allocation, auto included).
+  std::vector<int>& late = late_per_call_;
+  std::vector<double>& gap = gap_, &exposed = exposed_;
+  std::vector<int>& count = count_;
+  std::vector<double>& score = score_;
+  late.assign(static_cast<std::size_t>(P), 0);
+  gap.assign(static_cast<std::size_t>(P), 0.0);
+  exposed.assign(static_cast<std::size_t>(P), 0.0);
+  count.assign(static_cast<std::size_t>(n), 0);
+  score.assign(static_cast<std::size_t>(n), 0.0);
   int significant = 0;
   for (int j = 0; j < P; ++j) {
     int lo = 0;
@@ -367,7 +392,7 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       for (int r = 0; r < n; ++r)
         score[static_cast<std::size_t>(r)] += static_cast<double>(max - at(r, j)) / static_cast<double>(max) / P;
   }
-  scores_ = score;
+  std::copy(score.begin(), score.end(), scores_.begin());
 
   // The late rank: late (by a significant margin) in most calls of the window. Otherwise none
   // is named, and the straggler given to StragglAR stays where it was (hysteresis).
@@ -377,12 +402,13 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   for (int r = 0; r < n; ++r)
     if (2 * count[static_cast<std::size_t>(r)] > P) late_ = r;
   if (late_ >= 0) target_ = late_;
-  delay_s_ = lower_median(gap);
+  delay_s_ = lower_median(gap, work_);
   // The overlap a straggler-using candidate gets with the current target: the delay of the
   // calls in which the target was indeed the last to arrive, 0 in the others.
-  std::vector<double> target_gap(static_cast<std::size_t>(P));
+  std::vector<double>& target_gap = values_;
+  target_gap.assign(static_cast<std::size_t>(P), 0.0);
   for (std::size_t j = 0; j < target_gap.size(); ++j) target_gap[j] = late[j] == target_ ? gap[j] : 0.0;
-  const double delay_target = lower_median(target_gap);
+  const double delay_target = lower_median(target_gap, work_);
 
   // Measurements of the window, each with the overlap its choice could use in that call (a
   // StragglAR call told the wrong rank overlapped nothing: delay 0).
@@ -407,12 +433,16 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   // the choice just left within min_dwell_windows decisions. Model against incumbent: an
   // estimate without enough fresh measurements behind it switches only for a gain larger than
   // the model's error.
+  // The evidence is text for STRAGGLAR_DEBUG=INFO: built only when asked for (it allocates).
   std::string reason;
+  bool switched = false;
+  const bool words = config_.keep_evidence;
   if (best >= 0 && best != incumbent_) {
     const Estimate& b = est_[static_cast<std::size_t>(best)];
     const Estimate& i = est_[static_cast<std::size_t>(incumbent_)];
     if (!std::isfinite(i.value)) {
-      reason = "the previous choice has no estimate";
+      switched = true;
+      if (words) reason = "the previous choice has no estimate";
     } else if (b.measured) {
       // Two lower quartiles of m_b and m_i samples differ by chance by about
       // 1.36·σ·sqrt(1/m_b + 1/m_i) (the standard error of a quartile is 1.36·σ/sqrt(m)); 1.5 of
@@ -424,16 +454,20 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       const bool dwell_ok = best != previous_incumbent_ || !i.measured || incumbent_by_model_ ||
                             window - last_change_window_ >= config_.min_dwell_windows;
       if (b.value * (1 + margin) < i.value && dwell_ok) {
-        reason = "measured " + ms(b.value) + " vs " + ms(i.value) + " (margin " + fmt_double(std::round(margin * 1000) / 10) +
+        switched = true;
+        if (words)
+          reason = "measured " + ms(b.value) + " vs " + ms(i.value) + " (margin " + fmt_double(std::round(margin * 1000) / 10) +
                  "%: " + fmt_double(config_.switch_margin * 100) + "% + 1.5 standard errors at noise " + fmt_double(std::round(noise_ * 1000) / 10) + "%)";
         incumbent_by_model_ = false;
       }
     } else if (b.value * (1 + config_.model_error) < i.value) {
-      reason = "estimate " + ms(b.value) + " (too few fresh measurements: the model moves older ones to this delay) vs " +
+      switched = true;
+      if (words)
+        reason = "estimate " + ms(b.value) + " (too few fresh measurements: the model moves older ones to this delay) vs " +
                ms(i.value) + ", a gain beyond the model error " + fmt_double(config_.model_error * 100) + "%";
       incumbent_by_model_ = true;
     }
-    if (!reason.empty()) {
+    if (switched) {
       if (!std::isfinite(i.value)) incumbent_by_model_ = !b.measured;
       previous_incumbent_ = incumbent_;
       incumbent_ = best;
@@ -445,7 +479,7 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   update_next();
 
   const bool changed = !(incumbent_choice_ == old_choice);
-  if (changed) {
+  if (changed && words) {
     if (reason.empty()) reason = "the straggler moved from rank " + std::to_string(old_target) + " to rank " + std::to_string(target_);
     std::string e = "after call " + std::to_string(decided_ - 1) + ": " + to_string(old_choice) + " -> " +
                     to_string(incumbent_choice_) + ": " + reason + "; calls " + std::to_string(first) + ".." +

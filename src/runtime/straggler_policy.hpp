@@ -70,6 +70,9 @@ struct PolicyConfig {
   // max(min_delay_s, min_delay_fraction × the call's exposed time).
   double min_delay_fraction = 0.02;
   double min_delay_s = 5e-6;
+  // Build last_switch_evidence() (text, allocates); the core sets it from STRAGGLAR_DEBUG=INFO so
+  // that a configuration seen before makes no heap allocation.
+  bool keep_evidence = true;
 };
 
 // Model prediction supplied by the core: the α-β-γ simulator on the choice's schedule with the
@@ -119,7 +122,8 @@ class StragglerPolicy {
   // Per rank, mean over the last window of the fraction of the call (as seen by the first rank
   // to arrive) that passed before this rank arrived: in [0, 1]; 0 before the first decision.
   const std::vector<double>& scores() const noexcept { return scores_; }
-  // Why incumbent() last changed (empty before the first change), for STRAGGLAR_DEBUG=INFO.
+  // Why incumbent() last changed (empty before the first change, and when !keep_evidence), for
+  // STRAGGLAR_DEBUG=INFO.
   const std::string& last_switch_evidence() const noexcept { return evidence_; }
   std::int64_t calls_begun() const noexcept { return begun_; }
   std::int64_t decisions() const noexcept { return decided_ / config_.period; }
@@ -179,6 +183,15 @@ class StragglerPolicy {
   std::vector<double> scores_;
   std::vector<Estimate> est_;
   std::string evidence_;
+  // Scratch of decide() and its helpers, kept so that deciding allocates nothing once grown.
+  struct Need {
+    int candidate, calls;
+    bool unknown;
+    double value;
+  };
+  std::vector<Need> needs_;
+  std::vector<double> work_, values_, devs_, gap_, exposed_, score_;
+  std::vector<int> late_per_call_, count_;
 };
 
 }  // namespace stragglar::detail

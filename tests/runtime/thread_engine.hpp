@@ -22,7 +22,9 @@ namespace stragglar::testing {
 // What the ranks of one job share besides the transport: a barrier and one slot per rank.
 class ThreadJob {
  public:
-  explicit ThreadJob(int n, double timeout_s = 30) : hub(n, timeout_s), slots_(static_cast<std::size_t>(n)) {}
+  explicit ThreadJob(int n, double timeout_s = 30) : hub(n, timeout_s), slots_(static_cast<std::size_t>(n)) {
+    for (auto& slot : slots_) slot.reserve(1 << 20);  // tests' messages fit: no allocation per call
+  }
   ThreadHub hub;
 
   // All n ranks arrive, or Error(Timeout) after the hub's timeout.
@@ -74,6 +76,11 @@ class ThreadEngine final : public detail::Engine {
     if (op == ReduceOp::avg) cpu_finish_average(recvbuf, count, t, job_.hub.n());
   }
   int native_calls = 0;
+  void reserve_exchange(std::size_t values) override {
+    Engine::reserve_exchange(values);
+    std::vector<unsigned char>& mine = job_.slot(rank_);  // read by others only inside an agreement
+    if (mine.size() < values * sizeof(std::int64_t)) mine.resize(values * sizeof(std::int64_t));
+  }
 
  private:
   // Every rank publishes its bytes, then reduces all ranks' in rank order (so every rank
