@@ -1,7 +1,7 @@
 // stragglar::allreduce over MPI — the C++ API (DESIGN.md "Public API"; C: stragglar_mpi.h).
 //
-//   stragglar::Options opts;            // StragglAR, straggler n-1, pipeline auto
-//   opts.straggler = 3;
+//   stragglar::Options opts;            // algorithm auto: finds the late rank itself
+//   opts.algorithm = stragglar::Algorithm::stragglar; opts.straggler = 3;   // or name it
 //   stragglar::allreduce(sendbuf_or_MPI_IN_PLACE, recvbuf, count, DataType::float32,
 //                        ReduceOp::sum, MPI_COMM_WORLD, opts);
 //

@@ -1,7 +1,7 @@
 // stragglar over NCCL — the C++ API (C: stragglar_nccl.h).
 //
-//   stragglar::Options opts;            // StragglAR, straggler n-1, pipeline auto
-//   opts.straggler = 7;
+//   stragglar::Options opts;            // algorithm auto: finds the late rank itself
+//   opts.algorithm = stragglar::Algorithm::stragglar; opts.straggler = 7;   // or name it
 //   stragglar::nccl_allreduce(sendbuf, recvbuf, count, DataType::float32, ReduceOp::sum,
 //                             comm, stream, opts);   // enqueued on `stream`, returns at once
 //

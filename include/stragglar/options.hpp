@@ -18,9 +18,12 @@ namespace stragglar {
 
 struct Options {
   // A row of the algorithm table: a schedule (stragglar, ring, rhd, allpairs, broadcast),
-  // native (the engine's own AllReduce) or automatic ("auto").
-  Algorithm algorithm = Algorithm::stragglar;
-  int straggler = -1;            // the rank expected last; -1 = n-1 (ignored by auto)
+  // native (the engine's own AllReduce) or automatic ("auto", the default: the library finds
+  // the late rank and picks StragglAR told that rank, Ring, RHD or native; docs/auto.md).
+  Algorithm algorithm = Algorithm::automatic;
+  // The rank expected last; -1 = n-1. StragglAR and broadcast run with it; auto takes it as a
+  // hint (its StragglAR candidate's straggler until the late rank is measured).
+  int straggler = -1;
   int pipeline = kPipelineAuto;  // StragglAR chunks per rank K in [1, kMaxPipeline]; 0 = the cost model
   // Cost model for pipeline == kPipelineAuto and for auto; nullopt = STRAGGLAR_ALPHA_US /
   // STRAGGLAR_BANDWIDTH_GBPS / STRAGGLAR_REDUCE_BANDWIDTH_GBPS when set, else CostModel{}.
@@ -40,6 +43,11 @@ struct StragglerReport {
   std::int64_t calls = 0;                      // auto calls so far
   std::int64_t decisions = 0;                  // exchanges of measurements so far
 };
+
+// Options{} with the STRAGGLAR_ALGORITHM, STRAGGLAR_STRAGGLER and STRAGGLAR_PIPELINE
+// environment applied (what stragglar_options_init and the PyTorch backend start from). Throws
+// Error(InvalidUsage) naming a malformed variable.
+Options options_from_env();
 
 // Options{parse_algorithm(name)}: any name or alias of the table ("stragglar", "ring", "rhd",
 // "allpairs", "broadcast"/"direct", "native", "auto"). Throws Error(InvalidUsage) naming it.

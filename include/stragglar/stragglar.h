@@ -51,7 +51,7 @@ typedef enum {
 #define STRAGGLAR_PIPELINE_AUTO 0
 
 typedef struct {
-  stragglar_algorithm algorithm; /* default stragglar_algo_stragglar */
+  stragglar_algorithm algorithm; /* default stragglar_algo_auto (or STRAGGLAR_ALGORITHM) */
   int straggler;                 /* rank expected last; -1 = n-1 */
   int pipeline;                  /* StragglAR chunks per rank K; STRAGGLAR_PIPELINE_AUTO = model */
 } stragglar_options;
@@ -70,7 +70,9 @@ typedef struct {
   int nranks;
 } stragglar_straggler_report;
 
-/* Fills defaults: stragglar algorithm, straggler n-1, pipeline auto. */
+/* Fills defaults: algorithm auto, straggler -1 (n-1), pipeline auto — or the values of
+ * STRAGGLAR_ALGORITHM, STRAGGLAR_STRAGGLER, STRAGGLAR_PIPELINE when set (a malformed one
+ * leaves the default; the first call then reports it). */
 void stragglar_options_init(stragglar_options* opts);
 
 /* Message of the last failed call on this thread ("" if none). */

@@ -43,9 +43,14 @@ extern "C" {
 
 void stragglar_options_init(stragglar_options* opts) {
   if (opts == nullptr) return;
-  opts->algorithm = stragglar_algo_stragglar;
-  opts->straggler = -1;
-  opts->pipeline = STRAGGLAR_PIPELINE_AUTO;
+  stragglar::Options o;
+  try {
+    o = stragglar::options_from_env();
+  } catch (const stragglar::Error&) {  // no status here: the first call reports the variable
+  }
+  opts->algorithm = static_cast<stragglar_algorithm>(o.algorithm);
+  opts->straggler = o.straggler;
+  opts->pipeline = o.pipeline;
 }
 
 const char* stragglar_last_error(void) { return t_last_error.c_str(); }

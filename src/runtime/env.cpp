@@ -11,6 +11,7 @@
 #include "stragglar/config.hpp"
 
 #include "stragglar/error.hpp"
+#include "stragglar/synthesize.hpp"
 
 namespace stragglar::detail {
 namespace {
@@ -61,6 +62,32 @@ Env read_env() {
                                                "' is not valid: expected an integer in [1, 2147483647]");
     e.max_message_bytes = static_cast<std::size_t>(b);
   }
+  if (const char* v = get("STRAGGLAR_ALGORITHM")) {
+    try {
+      e.algorithm = parse_algorithm(v);
+    } catch (const Error& err) {
+      throw Error(ErrorCode::InvalidUsage, std::string("STRAGGLAR_ALGORITHM: ") + err.what());
+    }
+  }
+  if (const char* v = get("STRAGGLAR_STRAGGLER")) {
+    char* end = nullptr;
+    errno = 0;
+    const long r = std::strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || r < -1 || r >= kMaxRanks)
+      throw Error(ErrorCode::InvalidUsage, std::string("STRAGGLAR_STRAGGLER='") + v +
+                                               "' is not valid: expected a rank, or -1 for the last rank");
+    e.straggler = static_cast<int>(r);
+  }
+  if (const char* v = get("STRAGGLAR_PIPELINE")) {
+    try {
+      e.pipeline = parse_pipeline(v);
+    } catch (const Error& err) {
+      throw Error(ErrorCode::InvalidUsage, std::string("STRAGGLAR_PIPELINE: ") + err.what());
+    }
+    if (*e.pipeline > kMaxPipeline)
+      throw Error(ErrorCode::InvalidUsage, std::string("STRAGGLAR_PIPELINE='") + v + "' is not valid: expected auto or a K in [1, " +
+                                               std::to_string(kMaxPipeline) + "]");
+  }
   if (const char* v = get("STRAGGLAR_AUTO_PERIOD")) {
     const double p = positive_number("STRAGGLAR_AUTO_PERIOD", v);
     if (p < 1 || p > 1000 || p != static_cast<double>(static_cast<int>(p)))
@@ -91,6 +118,10 @@ std::string Env::to_string() const {
          " STRAGGLAR_VERIFY=" + (verify ? "1" : "0") +
          " STRAGGLAR_MAX_MESSAGE_BYTES=" + std::to_string(max_message_bytes) +
          " STRAGGLAR_AUTO_PERIOD=" + std::to_string(auto_period) +
+         (algorithm ? std::string(" STRAGGLAR_ALGORITHM=") + stragglar::to_string(*algorithm) : std::string()) +
+         (straggler ? " STRAGGLAR_STRAGGLER=" + std::to_string(*straggler) : std::string()) +
+         (pipeline ? " STRAGGLAR_PIPELINE=" + (*pipeline == kPipelineAuto ? std::string("auto") : std::to_string(*pipeline))
+                   : std::string()) +
          " STRAGGLAR_ALPHA_US=" + fmt(cost.alpha_s * 1e6) +
          " STRAGGLAR_BANDWIDTH_GBPS=" + fmt(1.0 / cost.beta_s_per_byte / 1e9) +
          " STRAGGLAR_REDUCE_BANDWIDTH_GBPS=" +

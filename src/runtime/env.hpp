@@ -7,12 +7,18 @@
 //   STRAGGLAR_BANDWIDTH_GBPS  1/β in GB/s (1e9 bytes/s) of that cost model
 //   STRAGGLAR_REDUCE_BANDWIDTH_GBPS  1/γ in GB/s: how fast a rank reduces (default: not modelled)
 //   STRAGGLAR_VERIFY          0: skip verify_or_throw on schedules entering the cache (default 1)
+//   STRAGGLAR_ALGORITHM, STRAGGLAR_STRAGGLER, STRAGGLAR_PIPELINE
+//                             defaults of stragglar_options_init (C), the PyTorch backend's
+//                             Options and stragglar::options_from_env() (C++)
 //   STRAGGLAR_AUTO_PERIOD     algorithm = auto: calls between exchanges of measurements (default 5)
 //   STRAGGLAR_MAX_MESSAGE_BYTES  largest single MPI message; bigger ones are split (default
 //                             1 GiB, below MPI's INT_MAX count limit; tests set it small)
 #pragma once
 #include <cstddef>
+#include <optional>
 #include <string>
+
+#include "stragglar/algorithm.hpp"
 
 #include "stragglar/cost_model.hpp"
 
@@ -25,7 +31,11 @@ struct Env {
   CostModel cost;
   bool cost_from_env = false;
   std::size_t max_message_bytes = std::size_t{1} << 30;
-  int auto_period = 5;  // STRAGGLAR_AUTO_PERIOD: calls between auto's exchanges (decisions)
+  int auto_period = 5;
+  // Defaults for the options (std::nullopt: not set).
+  std::optional<Algorithm> algorithm;
+  std::optional<int> straggler;
+  std::optional<int> pipeline;  // STRAGGLAR_AUTO_PERIOD: calls between auto's exchanges (decisions)
 
   std::string to_string() const;  // "STRAGGLAR_TIMEOUT_S=60 STRAGGLAR_DEBUG=INFO ..."
 };

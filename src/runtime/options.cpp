@@ -10,6 +10,15 @@
 
 namespace stragglar {
 
+Options options_from_env() {
+  const detail::Env& e = detail::env();
+  Options o;
+  if (e.algorithm) o.algorithm = *e.algorithm;
+  if (e.straggler) o.straggler = *e.straggler;
+  if (e.pipeline) o.pipeline = *e.pipeline;
+  return o;
+}
+
 Options options_for(std::string_view algorithm_name) {
   Options o;
   o.algorithm = parse_algorithm(algorithm_name);

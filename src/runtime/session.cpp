@@ -190,8 +190,15 @@ std::size_t Session::KeyHash::operator()(const Key& k) const noexcept {
 
 Session::Session(Engine& engine, const char* api)
     : engine_(engine), api_(api), rank_(engine.transport().rank()), nranks_(engine.transport().nranks()),
-      executor_(engine.transport(), engine.device()) {
+      executor_(engine.transport(), engine.device()), timeout_s_(env().timeout_s) {
   configs_.reserve(16);
+}
+
+void Session::set_timeout(double timeout_s) {
+  if (!(timeout_s > 0) || !std::isfinite(timeout_s))
+    throw Error(ErrorCode::InvalidUsage, std::string(api_) + ": timeout " + std::to_string(timeout_s) +
+                                             " s is not valid, expected a positive number of seconds");
+  timeout_s_ = timeout_s;
 }
 
 Session::~Session() {
@@ -304,7 +311,7 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
   v[kFailingRank] = local ? -static_cast<std::int64_t>(rank_) : -std::int64_t{INT_MAX};
   v[kTag] = next_tag_;
   try {
-    engine_.agree_max(v, env().timeout_s);
+    engine_.agree_max(v, timeout_s_);
   } catch (const Error& e) {
     const Error wrapped(e.code(), std::string(api_) + ": the argument check of a new configuration (rank " +
                                       std::to_string(rank_) + "): " + e.what());
@@ -387,7 +394,8 @@ std::shared_ptr<Session::AutoState> Session::make_auto(std::size_t count, DataTy
   pc.bytes = count * size_of(dtype);
   // An exchange must be decided before the next one begins (at most one in flight).
   pc.period = std::max(env().auto_period, engine_.measurement_lag());
-  pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
+  pc.keep_evidence = env().debug_info;
+  pc.initial_straggler = o.straggler;  // a hint: StragglAR's straggler until one is measured  // the switch evidence is text: only when it is printed
   Options base = o;
   base.cost = o.cost.value_or(env().cost);
   auto model = std::make_shared<PredictionCache>(base, nranks_, pc.bytes);
@@ -455,7 +463,7 @@ void Session::run_auto(AutoState& a, int tag, const void* sendbuf, void* recvbuf
     --a.untaken;
     if (a.policy.exchange_due()) {
       a.policy.fill_exchange(a.exchange, rank_);
-      engine_.exchange_begin(a.exchange, env().timeout_s);  // after the data phase: everyone is here
+      engine_.exchange_begin(a.exchange, timeout_s_);  // after the data phase: everyone is here
       a.in_flight = true;
       a.in_flight_age = 0;
       if (lag == 0) finish_exchange(a);
@@ -464,7 +472,7 @@ void Session::run_auto(AutoState& a, int tag, const void* sendbuf, void* recvbuf
 }
 
 void Session::finish_exchange(AutoState& a) {
-  engine_.exchange_end(a.exchange, env().timeout_s);
+  engine_.exchange_end(a.exchange, timeout_s_);
   a.in_flight = false;
   if (a.policy.decide(a.exchange) && env().debug_info && rank_ == 0)
     std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, a.count,

@@ -99,6 +99,11 @@ class Session {
   void allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                  const Options& opts, PhaseSelection phases = PhaseSelection::all);
 
+  // Seconds the agreement and auto's exchange may wait (default STRAGGLAR_TIMEOUT_S; the PyTorch
+  // backend sets its process group's timeout).
+  void set_timeout(double timeout_s);
+  double timeout_s() const noexcept { return timeout_s_; }
+
   // Broken: every later call throws `error` (with a note) at once.
   bool broken() const noexcept { return broken_.has_value(); }
   void mark_broken(const Error& error);
@@ -150,6 +155,7 @@ class Session {
   Executor executor_;
   std::unordered_map<Key, Config, KeyHash> configs_;
   int next_tag_ = 1;
+  double timeout_s_;
   void* scratch_ = nullptr;
   std::size_t scratch_size_ = 0;
   std::optional<Error> broken_;

@@ -117,7 +117,10 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   score_.reserve(N);
   needs_.reserve(K);
   plan_.reserve(K + P + 1);
-  target_ = c.nranks - 1;  // the API's default straggler until one is measured
+  check_int(c.initial_straggler >= -1 && c.initial_straggler < c.nranks, "initial_straggler", c.initial_straggler,
+            "a rank in [0, nranks) or -1");
+  // The caller's hint (else the API's default, rank n-1) until a late rank is measured.
+  target_ = c.initial_straggler >= 0 ? c.initial_straggler : c.nranks - 1;
   noise_ = c.noise_prior;
   scores_.assign(static_cast<std::size_t>(c.nranks), 0.0);
   est_.resize(cands_.size());

@@ -46,6 +46,9 @@ struct PolicyConfig {
   std::vector<Algorithm> candidates = {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd,
                                        Algorithm::native};
   int period = 5;                 // P: calls between exchanges (decisions)
+  // The straggler StragglAR is told until a late rank is measured (the caller's hint,
+  // Options::straggler); -1: rank nranks-1.
+  int initial_straggler = -1;
   // Estimates are lower quartiles of a candidate's recent measurements (shared hosts mostly add
   // slow outliers). Hysteresis: a measured challenger replaces a measured incumbent only when
   // its estimate is lower by switch_margin plus 1.5 standard errors of the difference (from the

@@ -9,6 +9,10 @@
 
 namespace stragglar::detail {
 
+// The tag of agreements over a transport. No configuration gets it: an Engine that uses
+// transport_max returns kAgreementTag - 1 (or less) from max_tag().
+inline constexpr int kAgreementTag = 0x7ffffff8;
+
 // Dissemination (Bruck et al.): in round k every rank sends its running max to rank + 2^k and
 // receives from rank - 2^k; max is idempotent, so ceil(log2 n) rounds give every rank the max
 // over all ranks for any n. Messages carry `tag` (a tag no configuration uses). Timeouts are

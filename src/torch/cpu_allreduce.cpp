@@ -143,7 +143,9 @@ void CpuAllreduce::run() {
 
 void CpuAllreduce::connect(double timeout_s) {
   C10dKeyValueStore kv(store_);
-  auto transport = UcxTransport::connect(kv, "stragglar_ucx", rank_, size_, timeout_s);
+  UcxOptions options = UcxOptions::from_env(timeout_s);
+  options.timeout_source = "the process group's timeout";
+  auto transport = UcxTransport::connect(kv, "stragglar_ucx", rank_, size_, options);
   engine_ = std::make_unique<UcxEngine>(std::move(transport), native_);
   session_ = std::make_unique<detail::Session>(*engine_, "stragglar.torch all_reduce");
 }
@@ -163,6 +165,7 @@ void CpuAllreduce::execute(const Job& job) {
     }
   }
   engine_->ucx().set_timeout(job.timeout_s);
+  session_->set_timeout(job.timeout_s);  // the agreement and auto's exchange wait as long
   // Raw memory in, raw memory out: no autograd bookkeeping on the user's tensor (as Gloo).
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   // Contiguous tensors (any storage offset) in place: exactly their elements are touched. Others

@@ -11,7 +11,7 @@ UcxEngine::UcxEngine(std::unique_ptr<UcxTransport> transport, NativeAllreduce na
     : transport_(std::move(transport)), native_(std::move(native)) {}
 
 void UcxEngine::agree_max(std::span<std::int64_t> values, double) {
-  detail::transport_max(*transport_, values, agreement_scratch_, kAgreementTag);
+  detail::transport_max(*transport_, values, agreement_scratch_, detail::kAgreementTag);
 }
 
 void UcxEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,

@@ -16,6 +16,7 @@
 
 #include "runtime/cpu_device.hpp"
 #include "runtime/session.hpp"
+#include "runtime/transport_agreement.hpp"
 #include "ucx/ucx_transport.hpp"
 
 namespace stragglar::torch_backend {
@@ -25,16 +26,14 @@ class UcxEngine final : public detail::Engine {
   // In-place AllReduce of `count` elements at `buf` by another engine (Gloo), within its timeout.
   using NativeAllreduce = std::function<void(void* buf, std::size_t count, DataType dtype, ReduceOp op)>;
 
-  // The agreement's messages use this tag; the session's configurations take tags below it.
-  static constexpr int kAgreementTag = 0x7ffffff8;
-
   UcxEngine(std::unique_ptr<UcxTransport> transport, NativeAllreduce native);
 
   Transport& transport() override { return *transport_; }
   Device& device() override { return device_; }
-  int max_tag() const override { return kAgreementTag - 1; }
-  // The transport's own timeout (set_timeout) bounds it; `timeout_s` (STRAGGLAR_TIMEOUT_S in the
-  // core) is not used: a process group's timeout is the group's.
+  // The agreement's messages use detail::kAgreementTag; configurations take tags below it.
+  int max_tag() const override { return detail::kAgreementTag - 1; }
+  // The transport's own timeout (set_timeout: the process group's timeout, which the session
+  // also has) bounds it.
   void agree_max(std::span<std::int64_t> values, double timeout_s) override;
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op) override;
 

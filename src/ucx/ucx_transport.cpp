@@ -530,7 +530,7 @@ struct UcxTransport::Impl {
       if (!waiting.empty()) waiting += ", ";
       waiting += item;
     }
-    return who() + " waited " + seconds_text(options.timeout_s) + " s (STRAGGLAR_TIMEOUT_S) for: " + waiting +
+    return who() + " waited " + seconds_text(options.timeout_s) + " s (" + options.timeout_source + ") for: " + waiting +
            " — that peer died or stopped";
   }
 
@@ -672,7 +672,8 @@ void UcxTransport::exchange(std::span<const Message> sends, std::span<const Mess
 void UcxTransport::set_tag(int tag) { impl_->tag = tag; }
 int UcxTransport::tag() const { return impl_->tag; }
 void UcxTransport::set_timeout(double timeout_s) {
-  require(timeout_s > 0, "UcxTransport::set_timeout: " + seconds_text(timeout_s) + " s, expected > 0");
+  if (!(timeout_s > 0))  // called per call by the PyTorch backend: no string unless it fails
+    throw Error(ErrorCode::InvalidUsage, "UcxTransport::set_timeout: " + seconds_text(timeout_s) + " s, expected > 0");
   impl_->options.timeout_s = timeout_s;
 }
 

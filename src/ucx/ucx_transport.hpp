@@ -42,6 +42,8 @@ struct UcxOptions {
   // Seconds exchange() waits for its messages before Error(Timeout); also the time connect()
   // waits for every rank's address in the store.
   double timeout_s = 60.0;
+  // Where timeout_s came from, for messages ("STRAGGLAR_TIMEOUT_S", "the process group's timeout").
+  std::string timeout_source = "STRAGGLAR_TIMEOUT_S";
   // How a waiting rank gives its core away after spinning briefly (~20 µs of polling):
   //   backoff:    sched_yield for 1 ms, then sleep 20 µs between polls (like MpiTransport);
   //   poll_fd:    ucp_worker_arm + poll(2) on the worker's event fd (the kernel wakes it);
