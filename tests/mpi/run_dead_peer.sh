@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A stopped (SIGSTOP) or killed (SIGKILL) peer must end in an error, never a hang.
 #   run_dead_peer.sh stop|kill NP MPIEXEC "FLAGS" TEST_BINARY
-# stop: every surviving rank must report Timeout (STRAGGLAR_TIMEOUT_S=5) and the whole run
+# stop: every surviving rank must report Timeout (STRAGGLAR_TIMEOUT_S=5), with a message that
+#       does not claim the peer died (it may be late), and the whole run
 #       must end within 60 s. kill: mpirun must end (non-zero) within 60 s.
 set -u
 mode=$1 np=$2 mpiexec=$3 flags=$4 bin=$5
@@ -33,7 +34,12 @@ for ((r = 0; r < np; r++)); do
   [ "$r" -eq "$victim" ] && continue
   f="$dir/rank$r.txt"
   if [ ! -e "$f" ]; then echo "FAIL: rank $r reported nothing"; fails=1; continue; fi
-  if grep -q '^Timeout' "$f"; then echo "rank $r: $(cat "$f")"; else echo "FAIL: rank $r: $(cat "$f")"; fails=1; fi
+  # The message says what is known (issue #14): the peer may only be late, not dead.
+  if grep -q '^Timeout' "$f" && grep -q 'later than the timeout, stopped, died, or called with different arguments' "$f"; then
+    echo "rank $r: $(cat "$f")"
+  else
+    echo "FAIL: rank $r: $(cat "$f")"; fails=1
+  fi
 done
 [ "$fails" -eq 0 ] && echo "PASS"
 exit "$fails"
