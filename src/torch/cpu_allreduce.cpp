@@ -72,7 +72,7 @@ void CpuAllreduceWork::wait_done() {
 
 // ---- CpuAllreduce ----------------------------------------------------------------------------------
 CpuAllreduce::CpuAllreduce(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
-                           UcxEngine::NativeAllreduce native)
+                           detail::UcxEngine::NativeAllreduce native)
     : store_(std::move(store)), rank_(rank), size_(size), native_(std::move(native)), worker_([this] { run(); }) {}
 
 CpuAllreduce::~CpuAllreduce() {
@@ -146,7 +146,7 @@ void CpuAllreduce::connect(double timeout_s) {
   UcxOptions options = UcxOptions::from_env(timeout_s);
   options.timeout_source = "the process group's timeout";
   auto transport = UcxTransport::connect(kv, "stragglar_ucx", rank_, size_, options);
-  engine_ = std::make_unique<UcxEngine>(std::move(transport), native_);
+  engine_ = std::make_unique<detail::UcxEngine>(std::move(transport), native_);
   session_ = std::make_unique<detail::Session>(*engine_, "stragglar.torch all_reduce");
 }
 

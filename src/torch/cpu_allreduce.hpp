@@ -1,5 +1,5 @@
 // The CPU half of the backend: all_reduce of CPU tensors on a worker thread of the group,
-// through the runtime core over UcxEngine (docs/torch.md "CPU tensors").
+// through the runtime core over UcxEngine (src/ucx/ucx_engine.hpp; docs/torch.md "CPU tensors").
 //
 // Calls are queued in the order the program makes them and run one at a time, so every rank
 // runs the same sequence (the core's agreement and tags rely on it); the caller gets its Work
@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "process_group_stragglar.hpp"
-#include "ucx_engine.hpp"
+#include "ucx/ucx_engine.hpp"
 
 namespace stragglar::torch_backend {
 
@@ -51,7 +51,7 @@ class CpuAllreduceWork final : public c10d::Work {
 
 class CpuAllreduce {
  public:
-  CpuAllreduce(c10::intrusive_ptr<c10d::Store> store, int rank, int size, UcxEngine::NativeAllreduce native);
+  CpuAllreduce(c10::intrusive_ptr<c10d::Store> store, int rank, int size, detail::UcxEngine::NativeAllreduce native);
   // Lets the queued calls finish (each is bounded by its timeout), then joins the worker.
   ~CpuAllreduce();
   CpuAllreduce(const CpuAllreduce&) = delete;
@@ -82,7 +82,7 @@ class CpuAllreduce {
 
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_, size_;
-  UcxEngine::NativeAllreduce native_;
+  detail::UcxEngine::NativeAllreduce native_;
 
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;
@@ -93,7 +93,7 @@ class CpuAllreduce {
   std::string stop_reason_;
 
   std::mutex session_mutex_;  // held by the worker while a call runs; report() takes it between calls
-  std::unique_ptr<UcxEngine> engine_;
+  std::unique_ptr<detail::UcxEngine> engine_;
   std::unique_ptr<detail::Session> session_;
   bool ran_ = false;
   std::optional<Error> connect_error_;

@@ -3,7 +3,7 @@
 //
 //   all_reduce of one dense tensor, float32/64, float16, bfloat16, int32, int64 ×
 //   SUM, PRODUCT, MIN, MAX, AVG:
-//     CPU tensor   → a worker thread of this group: Session over UcxEngine (ucx_engine.hpp)
+//     CPU tensor   → a worker thread of this group: Session over UcxEngine (src/ucx/ucx_engine.hpp)
 //     CUDA tensor  → NcclSession on an ncclComm of this group's own, on a backend stream
 //                    ordered after the caller's (cuda_allreduce.hpp; CUDA builds only)
 //   anything else (other collectives, dtypes, ops; sparse tensors; lists of tensors)

@@ -1,0 +1,27 @@
+// The runtime core's Engine over UCX (ucx_engine.hpp).
+#include "ucx/ucx_engine.hpp"
+
+#include <utility>
+
+#include "stragglar/error.hpp"
+
+namespace stragglar::detail {
+
+UcxEngine::UcxEngine(std::unique_ptr<UcxTransport> transport, NativeAllreduce native)
+    : transport_(std::move(transport)), native_(std::move(native)) {
+  // auto counts native among its candidates, so every UcxEngine needs one.
+  if (!transport_ || !native_)
+    throw Error(ErrorCode::InvalidUsage, "UcxEngine: expected a connected transport and a native allreduce");
+}
+
+void UcxEngine::agree_max(std::span<std::int64_t> values, double) {
+  transport_max(*transport_, values, agreement_scratch_, kAgreementTag);
+}
+
+void UcxEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                                 ReduceOp op) {
+  if (sendbuf != recvbuf) device_.copy(recvbuf, sendbuf, count * size_of(dtype));
+  native_(recvbuf, count, dtype, op);
+}
+
+}  // namespace stragglar::detail
