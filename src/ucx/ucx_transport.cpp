@@ -244,6 +244,12 @@ UcxOptions UcxOptions::from_env(double timeout_s) {
   return o;
 }
 
+std::string UcxOptions::describe() const {
+  const char* w = wait == Wait::poll_fd ? "poll" : wait == Wait::backoff ? "backoff" : "yield_poll";
+  const char* m = error_mode == ErrorMode::per_host ? "per_host" : error_mode == ErrorMode::peer ? "peer" : "none";
+  return std::string("wait ") + w + ", errors " + m;
+}
+
 // ---- the implementation ---------------------------------------------------------------------
 struct UcxTransport::Impl {
   struct Peer {

@@ -58,6 +58,8 @@ struct UcxOptions {
   // STRAGGLAR_UCX_ERROR_MODE=per_host|peer|none override the defaults. Throws
   // Error(InvalidUsage) naming a bad value.
   static UcxOptions from_env(double timeout_s);
+  // "wait backoff, errors per_host": the two choices by their STRAGGLAR_UCX_* names.
+  std::string describe() const;
 };
 
 class UcxTransport final : public Transport {

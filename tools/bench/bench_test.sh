@@ -3,6 +3,7 @@
 # (#wrong = 0, no error row: the bench exits 1 otherwise) for every algorithm of the table,
 # auto included, every dtype × op, at n = 4 and at an odd n = 5, with a delay and a moved
 # straggler; the JSON must carry one exposed time and one choice per timed iteration.
+# stragglar-ucx-bench (the same engine over UCX) runs it too: CTest bench_ucx.
 #
 #   bench_test.sh BENCH MPIEXEC [MPIEXEC_FLAGS...]
 set -eu
@@ -29,12 +30,12 @@ done
 echo "n=5: every dtype x op x algorithm exact"
 
 run 4 -b 1K -e 64K -f 8 --calibrate --json "$out/bench.json" --csv "$out/bench.csv"
-python3 - "$out/bench.json" "$iters" <<'EOF'
+python3 - "$out/bench.json" "$iters" "$(basename "$bench")" <<'EOF'
 import json, sys
-d = json.load(open(sys.argv[1])); iters = int(sys.argv[2])
-assert d["tool"] == "stragglar-bench" and d["nranks"] == 4 and d["iters"] == iters, d
+d = json.load(open(sys.argv[1])); iters = int(sys.argv[2]); tool = sys.argv[3]
+assert d["tool"] == tool and d["nranks"] == 4 and d["iters"] == iters, d
 assert d["move_straggler"] == [{"iter": 2, "rank": 0}], d["move_straggler"]
-assert "calibration" in d and d["transport"].startswith("MPI"), d
+assert "calibration" in d and d["transport"].startswith({"stragglar-ucx-bench": "UCX"}.get(tool, "MPI")), d
 algos = [r["algo"] for r in d["rows"]]
 assert algos.count("auto") == 3 and algos.count("stragglar:2") == 3, algos
 for r in d["rows"]:

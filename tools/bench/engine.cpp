@@ -1,4 +1,5 @@
-// The benchmark engine (engine.hpp): everything stragglar-bench and stragglar-bench-gpu share.
+// The benchmark engine (engine.hpp): everything stragglar-bench, stragglar-bench-gpu and
+// stragglar-ucx-bench share.
 //
 // One iteration (docs/runtime.md "stragglar-bench"): the backend resets its work buffer from
 // the inputs and drains (not timed), MPI_Barrier (the common start), every rank marks its
@@ -12,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,8 +22,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "runtime/cpu_device.hpp"
 #include "runtime/element.hpp"
 #include "stragglar/algorithm.hpp"
 #include "stragglar/error.hpp"
@@ -536,6 +540,33 @@ void write_csv(const std::string& file, DataType t, ReduceOp op, const std::vect
 
 }  // namespace
 
+std::string mpi_library() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  const std::string v(version, static_cast<std::size_t>(len));
+  return v.substr(0, v.find_first_of(",\n"));
+}
+
+// ---- HostBackend --------------------------------------------------------------------------------
+void HostBackend::allocate(std::size_t bytes) {
+  work_.assign(bytes, 0);
+  input_.assign(bytes, 0);
+}
+void HostBackend::upload_input(const void* host, std::size_t bytes) { std::memcpy(input_.data(), host, bytes); }
+void HostBackend::upload_work(const void* host, std::size_t bytes) { std::memcpy(work_.data(), host, bytes); }
+void HostBackend::download_work(void* host, std::size_t bytes) { std::memcpy(host, work_.data(), bytes); }
+void HostBackend::reset(std::size_t bytes) { std::memcpy(work_.data(), input_.data(), bytes); }
+void HostBackend::mark_start() { start_ = MPI_Wtime(); }
+void HostBackend::sleep(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+void HostBackend::mark_entry() { entry_ = MPI_Wtime() - start_; }
+void HostBackend::mark_exit() { exit_ = MPI_Wtime() - start_; }
+double HostBackend::time_reduce(std::size_t count, DataType t, ReduceOp op) {
+  const double t0 = MPI_Wtime();
+  cpu_reduce(work_.data(), input_.data(), count, t, op);
+  return MPI_Wtime() - t0;
+}
+
 std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, EngineFlags& f) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   CLI::App app{tool.description};
@@ -599,6 +630,26 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
   }
   if (g_rank == 0 && !f.json_file.empty()) write_json(f.json_file, tool, f, transport, straggler, moves, t, op, cost, rows);
   if (g_rank == 0 && !f.csv_file.empty()) write_csv(f.csv_file, t, op, rows);
+  return rc;
+}
+
+int main_with(int argc, char** argv, const Tool& tool, const std::function<std::unique_ptr<Backend>()>& make_backend) {
+  MPI_Init(&argc, &argv);
+  EngineFlags flags;
+  if (const auto code = parse_flags(argc, argv, tool, flags)) {
+    MPI_Finalize();
+    return *code;
+  }
+  int rank = 0, rc = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    const std::unique_ptr<Backend> backend = make_backend();
+    rc = run(tool, flags, *backend);
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "%s: %s\n", tool.name, e.what());
+    rc = 2;
+  }
+  MPI_Finalize();
   return rc;
 }
 

@@ -1,17 +1,21 @@
-// The benchmark engine behind stragglar-bench (MPI, CPU: stragglar_bench.cpp) and
-// stragglar-bench-gpu (NCCL: tools/bench_gpu/bench_gpu.cpp), the way nccl-tests has one
-// `common` engine and a small file per collective. The engine owns everything the two share:
-// the flags, the size loop, the `name:K` --algo entries and the K column, the exactly known
-// inputs and expected results of every dtype/op, the identical-bits check across ranks, the
-// timing definitions (common start, time, exposed, medians), the α-β-γ calibration and the
-// model's prediction, the table, and one JSON/CSV writer. A Backend is only the data path:
-// buffers, one allreduce, the straggler's sleep, the timers, and the calibration's exchange
-// and reduction. Every backend runs one process per rank under mpirun; MPI gives the common
-// start (MPI_Barrier) and gathers the timings. Definitions: docs/runtime.md "stragglar-bench".
+// The benchmark engine behind stragglar-bench (MPI, CPU: stragglar_bench.cpp),
+// stragglar-bench-gpu (NCCL: tools/bench_gpu/bench_gpu.cpp) and stragglar-ucx-bench (UCX, CPU:
+// tools/ucx_bench/stragglar_ucx_bench.cpp), the way nccl-tests has one `common` engine and a
+// small file per collective. The engine owns everything the tools share: the flags, the size
+// loop, the `name:K` --algo entries and the K column, the exactly known inputs and expected
+// results of every dtype/op, the identical-bits check across ranks, the timing definitions
+// (common start, time, exposed, medians), the α-β-γ calibration and the model's prediction,
+// the table, and one JSON/CSV writer. A Backend is only the data path: buffers, one
+// allreduce, the straggler's sleep, the timers, and the calibration's exchange and reduction.
+// Every backend runs one process per rank under mpirun; MPI gives the common start
+// (MPI_Barrier) and gathers the timings. Definitions: docs/runtime.md "stragglar-bench".
 #pragma once
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "../bench_flags.hpp"
 #include "runtime/executor.hpp"
@@ -21,7 +25,7 @@
 
 namespace stragglar::bench {
 
-// The flags of both tools: the nccl-tests-shaped ones (bench_flags.hpp) and the engine's own.
+// The flags of every tool: the nccl-tests-shaped ones (bench_flags.hpp) and the engine's own.
 struct EngineFlags : BenchFlags {
   bool calibrate = false;
   std::string csv_file;
@@ -66,7 +70,38 @@ class Backend {
   virtual double time_reduce(std::size_t count, DataType t, ReduceOp op) = 0;
 };
 
-// What differs between the two tools' help and messages.
+// The host half of a CPU backend (MPI, UCX): both buffers in host memory, a host sleep,
+// MPI_Wtime as the clock, the runtime's CPU reducer for the calibration. A CPU backend adds its
+// data path: transport(), allreduce(), last_choice() and time_exchange() (send from input(),
+// receive into work()).
+class HostBackend : public Backend {
+ public:
+  void allocate(std::size_t bytes) override;
+  void upload_input(const void* host, std::size_t bytes) override;
+  void upload_work(const void* host, std::size_t bytes) override;
+  void download_work(void* host, std::size_t bytes) override;
+  void reset(std::size_t bytes) override;
+  void drain() override {}
+  void mark_start() override;
+  void sleep(double ms) override;
+  void mark_entry() override;
+  void mark_exit() override;
+  Times read_times() override { return {exit_, entry_}; }
+  double time_reduce(std::size_t count, DataType t, ReduceOp op) override;
+
+ protected:
+  char* work() noexcept { return work_.data(); }
+  char* input() noexcept { return input_.data(); }
+
+ private:
+  std::vector<char> work_, input_;
+  double start_ = 0, entry_ = 0, exit_ = 0;
+};
+
+// The MPI library's name and version, for transport(): "Open MPI v4.1.4".
+std::string mpi_library();
+
+// What differs between the tools' help and messages.
 struct Tool {
   const char* name;         // "stragglar-bench"
   const char* description;  // CLI11's first line
@@ -82,5 +117,10 @@ std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, EngineFl
 // #wrong > 0 or an error. Throws stragglar::Error for flag values it rejects (on every rank:
 // every rank sees the same flags).
 int run(const Tool& tool, const EngineFlags& flags, Backend& backend);
+
+// The whole main() of a tool whose backend needs nothing but MPI to be made (stragglar-bench,
+// stragglar-ucx-bench): MPI_Init, parse_flags, make_backend and run (an exception: rank 0 prints
+// it, exit status 2), the backend destroyed, MPI_Finalize.
+int main_with(int argc, char** argv, const Tool& tool, const std::function<std::unique_ptr<Backend>()>& make_backend);
 
 }  // namespace stragglar::bench
