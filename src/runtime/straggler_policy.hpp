@@ -42,7 +42,8 @@ struct PolicyConfig {
   int nranks = 0;
   std::size_t bytes = 0;  // of the calls this policy serves (for the predictor; may be 0)
   // What auto may run. Algorithms that use a straggler (stragglar, broadcast) run with the
-  // detected late rank. The core drops native when its engine has none.
+  // detected late rank. Every engine has a native AllReduce (MPI, NCCL, Gloo; the UCX bench uses
+  // MPI_Allreduce), so the core keeps this list.
   std::vector<Algorithm> candidates = {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd,
                                        Algorithm::native};
   int period = 5;                 // P: calls between exchanges (decisions)
