@@ -49,6 +49,9 @@ int run_synth(const SynthArgs& a) {
   o.cost = cost_from(a.alpha, a.bandwidth);
   // Streamed: no JSON document (nor, for StragglAR, a whole Schedule) in memory (issue #15).
   const Algorithm algo = parse_algorithm(a.algo);
+  if (a.straggler && !algorithm_info(algo).uses_straggler)
+    std::cerr << "stragglar: note: " << a.algo << " singles out no straggler; --straggler " << *a.straggler
+              << " is ignored\n";
   if (a.output.empty() || a.output == "-") {
     synthesize_json(std::cout, algo, a.nranks, o, a.pretty ? 1 : -1);
     std::cout << "\n";
@@ -63,7 +66,14 @@ int run_synth(const SynthArgs& a) {
 
 int run_verify(const std::string& path) {
   std::string line;
-  const VerifyReport r = verify_json_file(path, &line);  // streamed: no JSON document in memory
+  VerifyReport r;
+  try {
+    r = verify_json_file(path, &line);  // streamed: no JSON document in memory
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::InvalidSchedule) throw;  // e.g. no such file: a usage error (2)
+    std::cerr << "INVALID: " << e.what() << "\n";     // not a schedule at all: invalid (1)
+    return 1;
+  }
   if (!r.ok) {
     std::cerr << "INVALID: " << r.message << "\n";
     return 1;
@@ -187,7 +197,7 @@ int main(int argc, char** argv) {
   synth->add_flag("--pretty", sa.pretty, "indent the JSON");
 
   std::string verify_path;
-  CLI::App* verify_cmd = app.add_subcommand("verify", "check a schedule exactly; exit 0 and a summary, or 1 and the first violation");
+  CLI::App* verify_cmd = app.add_subcommand("verify", "check a schedule exactly; exit 0 and a summary, 1 and the first violation (or why the input is not a schedule), 2 if it cannot be read");
   verify_cmd->add_option("file", verify_path, "schedule JSON file, or - for stdin")->required();
 
   SimArgs ma;

@@ -31,7 +31,7 @@ void allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType d
                ReduceOp op, MPI_Comm comm, const Options& opts = {});
 
 // What algorithm = auto decided and saw on `comm` (docs/auto.md). Local (no communication);
-// active = false before the first auto call on this communicator.
+// active = false before the first auto call on this communicator (always on one rank).
 StragglerReport straggler_report(MPI_Comm comm);
 
 }  // namespace stragglar

@@ -34,7 +34,7 @@ struct Options {
 // configuration): MPI stragglar::straggler_report, NCCL nccl_straggler_report, C
 // stragglar_*_straggler_report, PyTorch stragglar.torch.straggler_report. docs/auto.md.
 struct StragglerReport {
-  bool active = false;                         // an auto call has run on this communicator
+  bool active = false;                         // an auto call has run on this communicator (of 2+ ranks: one rank has no straggler)
   Algorithm algorithm = Algorithm::automatic;  // the decided choice (exploration calls aside)
   int straggler = -1;                          // the rank it treats as late, -1: none
   int late_rank = -1;                          // the rank late in most calls of the last window, -1: none

@@ -25,7 +25,7 @@ stragglar_result stragglar_mpi_allreduce(const void* sendbuf, void* recvbuf, siz
                                          const stragglar_options* opts);
 
 /* What auto decided and saw on `comm` (see stragglar_straggler_report in stragglar.h). Local:
- * no communication. report->active = 0 before the first auto call. */
+ * no communication. report->active = 0 before the first auto call (and always on one rank: nothing to find). */
 stragglar_result stragglar_mpi_straggler_report(MPI_Comm comm, stragglar_straggler_report* report, double* scores,
                                                 int nscores);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <mutex>
 #include <thread>
 
@@ -54,6 +55,13 @@ MpiEngine::MpiEngine(MPI_Comm comm, const Env& e) : comm_(comm), transport_(comm
   if (found) tag_ub_ = *static_cast<int*>(attr);
 }
 
+const char* MpiEngine::buffer_problem(const void*, const void* recvbuf) const {
+  // The front-end turns sendbuf == MPI_IN_PLACE into sendbuf = recvbuf; MPI_IN_PLACE is only
+  // ever a send buffer (MPI_Allreduce answers MPI_ERR_BUFFER).
+  if (recvbuf == MPI_IN_PLACE) return "recvbuf is MPI_IN_PLACE, expected the buffer (MPI_IN_PLACE goes in sendbuf for in place)";
+  return nullptr;
+}
+
 void MpiEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
   if (pending_ != MPI_REQUEST_NULL)  // the session is broken after a timeout; never reuse the buffers
     throw Error(ErrorCode::Internal, "MpiEngine: an earlier agreement is still pending");
@@ -67,36 +75,69 @@ void MpiEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
   std::copy(out_.begin(), out_.end(), values.begin());
 }
 
-void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
-                                 ReduceOp op) {
-  MPI_Datatype type = MPI_BYTE;
-  MPI_Op mop = MPI_SUM;
+namespace {
+
+// MPI's datatype and op for ours (fp16/bf16: 2-byte elements and our own ops).
+std::pair<MPI_Datatype, MPI_Op> mpi_type_op(DataType dtype, ReduceOp op) {
   switch (dtype) {
-    case DataType::float32: type = MPI_FLOAT; break;
+    case DataType::float16: return {MPI_UINT16_T, half_op<DataType::float16>(op)};
+    case DataType::bfloat16: return {MPI_UINT16_T, half_op<DataType::bfloat16>(op)};
+    default: break;
+  }
+  MPI_Datatype type = MPI_FLOAT;
+  switch (dtype) {
     case DataType::float64: type = MPI_DOUBLE; break;
     case DataType::int32: type = MPI_INT32_T; break;
     case DataType::int64: type = MPI_INT64_T; break;
-    case DataType::float16: type = MPI_UINT16_T; mop = half_op<DataType::float16>(op); break;
-    case DataType::bfloat16: type = MPI_UINT16_T; mop = half_op<DataType::bfloat16>(op); break;
+    default: break;
   }
-  if (dtype != DataType::float16 && dtype != DataType::bfloat16) {
-    switch (op) {
-      case ReduceOp::sum:
-      case ReduceOp::avg: mop = MPI_SUM; break;
-      case ReduceOp::prod: mop = MPI_PROD; break;
-      case ReduceOp::min: mop = MPI_MIN; break;
-      case ReduceOp::max: mop = MPI_MAX; break;
-    }
+  switch (op) {
+    case ReduceOp::prod: return {type, MPI_PROD};
+    case ReduceOp::min: return {type, MPI_MIN};
+    case ReduceOp::max: return {type, MPI_MAX};
+    default: return {type, MPI_SUM};  // sum, and avg (divided afterwards)
   }
+}
+
+constexpr std::size_t kPiece = std::size_t{1} << 30;  // MPI counts are int
+
+}  // namespace
+
+void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                                 ReduceOp op) {
+  const auto [type, mop] = mpi_type_op(dtype, op);
   const bool in_place = sendbuf == recvbuf;
   const std::size_t es = size_of(dtype);
-  constexpr std::size_t kPiece = std::size_t{1} << 30;  // MPI counts are int
   for (std::size_t off = 0; off < count; off += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, count - off));
     void* r = static_cast<char*>(recvbuf) + off * es;
     const void* s = in_place ? MPI_IN_PLACE : static_cast<const char*>(sendbuf) + off * es;
     check_mpi(MPI_Allreduce(s, r, n, type, mop, comm_), "MPI_Allreduce (native)");
   }
+  if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
+}
+
+void MpiEngine::reserve_native(std::size_t bytes) {
+  if (native_buf_.size() < bytes) native_buf_.resize(bytes);
+}
+
+void MpiEngine::native_allreduce_bounded(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                                         ReduceOp op, double timeout_s) {
+  if (native_pending_ != MPI_REQUEST_NULL)  // the session is broken after a timeout; never reuse the buffer
+    throw Error(ErrorCode::Internal, "MpiEngine: an earlier native AllReduce is still pending");
+  const auto [type, mop] = mpi_type_op(dtype, op);
+  const std::size_t es = size_of(dtype);
+  reserve_native(count * es);  // sized when auto's configuration was made: no allocation here
+  // Out of place into engine-owned memory (in place: recvbuf is the send buffer), then copied
+  // out. A send buffer a timed-out request still reads is only read, as with MpiTransport's sends.
+  for (std::size_t off = 0; off < count; off += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, count - off));
+    check_mpi(MPI_Iallreduce(static_cast<const char*>(sendbuf) + off * es, native_buf_.data() + off * es, n, type,
+                             mop, comm_, &native_pending_),
+              "MPI_Iallreduce (native, run by auto)");
+    wait_with_timeout(native_pending_, timeout_s, "MPI_Iallreduce (native, run by auto)");
+  }
+  device_.copy(recvbuf, native_buf_.data(), count * es);
   if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
 }
 

@@ -1,9 +1,11 @@
 // The MPI engine of the runtime core (internal): MpiTransport on a private communicator, host
 // memory and loops (CpuDevice), the agreement as one MPI_Iallreduce(MAX) on buffers the engine
-// owns, MPI_Allreduce as `native`.
+// owns, MPI_Allreduce as `native` (auto's native: MPI_Iallreduce into engine-owned memory,
+// bounded by the timeout).
 #pragma once
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -26,17 +28,25 @@ class MpiEngine final : public Engine {
   Transport& transport() override { return transport_; }
   Device& device() override { return device_; }
   int max_tag() const override { return tag_ub_; }
+  const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
   bool writes_may_be_pending() const override { return transport_.abandoned_receives(); }
   void agree_max(std::span<std::int64_t> values, double timeout_s) override;
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op) override;
+  void native_allreduce_bounded(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                                double timeout_s) override;
+  void reserve_native(std::size_t bytes) override;
   void reserve_exchange(std::size_t values) override {
     Engine::reserve_exchange(values);
     in_.reserve(values);
     out_.reserve(values);
   }
-  // Whether a timed-out agreement has completed (then its buffers may go), waiting for it at
-  // most `timeout_s`: the late peer has usually joined by the time the communicator is freed.
-  bool settle(double timeout_s) { return settle_request(pending_, timeout_s); }
+  // Whether a timed-out agreement or bounded native has completed (then their buffers may go),
+  // waiting for them at most `timeout_s` each: the late peer has usually joined by the time the
+  // communicator is freed.
+  bool settle(double timeout_s) {
+    const bool agreement = settle_request(pending_, timeout_s);
+    return settle_request(native_pending_, timeout_s) && agreement;
+  }
 
  private:
   MPI_Comm comm_;
@@ -44,6 +54,10 @@ class MpiEngine final : public Engine {
   CpuDevice device_;
   std::vector<std::int64_t> in_, out_;  // the agreement's buffers, alive while it is pending
   MPI_Request pending_ = MPI_REQUEST_NULL;
+  // The bounded native's receive buffer: MPI cannot cancel a collective, so after a timeout the
+  // request stays pending and writes here (never the caller's buffer) whenever the late peer joins.
+  std::vector<std::byte> native_buf_;
+  MPI_Request native_pending_ = MPI_REQUEST_NULL;
   int tag_ub_ = 32767;  // the standard's guaranteed minimum
 };
 

@@ -247,7 +247,9 @@ void Session::validate(const void* sendbuf, const void* recvbuf, std::size_t cou
 }
 
 void Session::check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const {
-  if (const char* problem = buffer_problem(sendbuf, recvbuf, count * size_of(dtype)))
+  const char* problem = buffer_problem(sendbuf, recvbuf, count * size_of(dtype));
+  if (!problem && count > 0) problem = engine_.buffer_problem(sendbuf, recvbuf);
+  if (problem)
     throw Error(ErrorCode::InvalidUsage,
                 std::string(api_) + ": " + problem + " (count " + std::to_string(count) + ")");
 }
@@ -356,7 +358,20 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
   auto it = configs_.find(key);
   const Config& cfg = it != configs_.end() ? it->second
                                            : first_call(key, sendbuf, recvbuf, count, dtype, op, o, phases);
-  if (it != configs_.end()) check_buffers(sendbuf, recvbuf, count, dtype);  // pointers change per call
+  if (it != configs_.end()) {  // pointers change per call
+    try {
+      check_buffers(sendbuf, recvbuf, count, dtype);
+    } catch (const Error& e) {
+      // No agreement runs here, so the peers go ahead with this call; were this rank to call
+      // again, its next call would pair with their current one and mix data. Broken instead:
+      // its later calls fail at once and the peers time out.
+      const Error unusable(e.code(), std::string(e.what()) +
+                                         "; the other ranks cannot be told on a configuration already in use, "
+                                         "so this communicator is now unusable (free it and create a new one)");
+      mark_broken(unusable);
+      throw unusable;
+    }
+  }
   if (count == 0) return;
   try {
     if (cfg.automatic) {
@@ -375,9 +390,12 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
 }
 
 void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf,
-                  std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases) {
+                  std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded) {
   if (algorithm == Algorithm::native && nranks_ > 1) {
-    engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op);
+    if (bounded)
+      engine_.native_allreduce_bounded(sendbuf, recvbuf, count, dtype, op, timeout_s_);
+    else
+      engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op);
     return;
   }
   if (sendbuf != recvbuf && phases != PhaseSelection::waiting_only)
@@ -413,6 +431,7 @@ std::shared_ptr<Session::AutoState> Session::make_auto(std::size_t count, DataTy
   constexpr int kPrebuiltStragglers = 64;
   for (Algorithm alg : a->policy.config().candidates) {
     const AlgorithmInfo& info = algorithm_info(alg);
+    if (alg == Algorithm::native) engine_.reserve_native(count * size_of(dtype));
     if (!info.uses_straggler) {
       (void)plan_for(*a, Choice{alg, -1});
     } else if (nranks_ <= kPrebuiltStragglers) {
@@ -453,7 +472,7 @@ void Session::run_auto(AutoState& a, int tag, const void* sendbuf, void* recvbuf
   last_choice_ = c;
   const Plan* plan = plan_for(a, c);
   engine_.time_begin();
-  run(c.algorithm, plan, tag, sendbuf, recvbuf, count, dtype, op, PhaseSelection::all);
+  run(c.algorithm, plan, tag, sendbuf, recvbuf, count, dtype, op, PhaseSelection::all, /*bounded=*/true);
   engine_.time_end();
   ++a.untaken;
   const int lag = engine_.measurement_lag();

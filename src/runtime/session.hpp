@@ -15,7 +15,9 @@
 //   build no strings unless they fail, then the executor.
 // - After a timeout or an engine failure the session is broken: nothing it started may touch
 //   memory it does not own (engines keep pending buffers alive), and every later call fails at
-//   once with the first error, until the front-end's communicator is freed.
+//   once with the first error, until the front-end's communicator is freed. A bad pointer on a
+//   known configuration (checked without agreement) breaks the session too: the peers cannot be
+//   told, so this rank must never again match their messages with its next call.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +53,21 @@ class Engine {
   // The engine's own AllReduce of count elements (sendbuf == recvbuf: in place).
   virtual void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t,
                                 ReduceOp op) = 0;
+  // The same AllReduce when auto runs it: auto is the default, and the default must keep the
+  // timeout promise whatever it picks. An engine whose native can block forever (MPI_Allreduce)
+  // overrides this with a bounded form that, like agree_max, leaves nothing pending that writes
+  // the caller's memory; the default is for natives that are bounded already (NCCL polled by the
+  // front-end, Gloo with its own timeout).
+  virtual void native_allreduce_bounded(const void* sendbuf, void* recvbuf, std::size_t count, DataType t,
+                                        ReduceOp op, double /*timeout_s*/) {
+    native_allreduce(sendbuf, recvbuf, count, t, op);
+  }
+  // Called when an auto configuration that may run native is created, with its size in bytes:
+  // whatever native_allreduce_bounded needs is sized now, so later calls allocate nothing.
+  virtual void reserve_native(std::size_t /*bytes*/) {}
+  // Why these buffers cannot be used by this engine, beyond the core's own checks (NULL,
+  // partial overlap), or nullptr; e.g. MPI's MPI_IN_PLACE passed as recvbuf. Builds no string.
+  virtual const char* buffer_problem(const void* /*sendbuf*/, const void* /*recvbuf*/) const { return nullptr; }
   // Largest message tag the transport carries; each configuration gets its own tag in
   // [1, max_tag()] (engines without tags ignore them).
   virtual int max_tag() const { return 0x7fffffff; }
@@ -145,8 +162,9 @@ class Session {
                 ReduceOp op);
   const Plan* plan_for(AutoState& a, const Choice& c);
   void finish_exchange(AutoState& a);
+  // `bounded`: native must honour the timeout (auto's calls).
   void run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf, std::size_t count,
-           DataType dtype, ReduceOp op, PhaseSelection phases);
+           DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded = false);
 
   Engine& engine_;
   const char* api_;

@@ -43,10 +43,11 @@ int parse_pipeline(std::string_view text) {
   try {
     std::size_t used = 0;
     const int k = std::stoi(s, &used);
-    if (used == s.size() && k >= 1) return k;
+    if (used == s.size() && k >= 1 && k <= kMaxPipeline) return k;
   } catch (const std::exception&) {  // not a number, or out of int range: the error below
   }
-  throw Error(ErrorCode::InvalidUsage, "pipeline '" + s + "': expected a positive integer K or auto");
+  throw Error(ErrorCode::InvalidUsage, "pipeline '" + s + "': expected an integer K in [1, " +
+                                           std::to_string(kMaxPipeline) + "] or auto");
 }
 
 int choose_pipeline(int nranks, std::size_t bytes, const CostModel& cost) {

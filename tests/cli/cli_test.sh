@@ -54,7 +54,8 @@ json.dump(s, open(sys.argv[2], "w"))
 PY
 expect 1 "INVALID: incomplete result" -- "$cli" verify "$tmp/bad.json"
 echo '{"format":"stragglar-schedule/1"' >"$tmp/broken.json"
-expect 2 "not valid JSON" -- "$cli" verify "$tmp/broken.json"
+# not a schedule at all is invalid (1), like a violation; a file that cannot be read is a usage error (2)
+expect 1 "INVALID: schedule JSON: not valid JSON" -- "$cli" verify "$tmp/broken.json"
 expect 2 "cannot open schedule file" -- "$cli" verify "$tmp/missing.json"
 
 # bad input names the value and what was expected
@@ -62,7 +63,9 @@ expect 2 "nranks = 1, expected 2 <= nranks <= 4096" -- "$cli" synth -a ring -n 1
 expect 2 "nranks = 5000" -- "$cli" synth -a ring -n 5000
 expect 2 "straggler = 9, expected a rank in [0, 8)" -- "$cli" synth -a stragglar -n 8 -s 9
 expect 2 "unknown algorithm 'tree'" -- "$cli" synth -a tree -n 8
-expect 2 "pipeline 'x': expected a positive integer K or auto" -- "$cli" synth -a stragglar -n 8 --pipeline x
+expect 2 "pipeline 'x': expected an integer K in [1, 1024] or auto" -- "$cli" synth -a stragglar -n 8 --pipeline x
+expect 2 "pipeline '2000': expected an integer K in [1, 1024] or auto" -- "$cli" synth -a stragglar -n 8 --pipeline 2000
+expect 0 "ring singles out no straggler; --straggler 3 is ignored" -- "$cli" synth -a ring -n 8 -s 3
 expect 2 "duration '5'" -- "$cli" simulate -n 8 -b 1G --alpha 5
 expect 2 "size '1Q'" -- "$cli" simulate -n 8 -b 1Q
 expect 2 "bandwidth 'fast'" -- "$cli" simulate -n 8 -b 1G --bandwidth fast

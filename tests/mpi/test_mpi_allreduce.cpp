@@ -26,12 +26,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "stragglar/allreduce.hpp"
 #include "runtime/element.hpp"
+#include "runtime/env.hpp"
 #include "runtime/mpi_session.hpp"
 #include "stragglar/stragglar_mpi.h"
 
@@ -322,6 +324,11 @@ int errors() {
   expect_error("NULL recvbuf", ErrorCode::InvalidUsage, [&] {
     allreduce(buf.data(), nullptr, 11, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
   });
+  // MPI_IN_PLACE is a send buffer only (MPI_Allreduce says MPI_ERR_BUFFER): an error, not a crash.
+  for (const char* alg : {"stragglar", "native", "auto"})
+    expect_error(std::string("MPI_IN_PLACE as recvbuf, ") + alg, ErrorCode::InvalidUsage, [&] {
+      allreduce(buf.data(), MPI_IN_PLACE, 13, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD, options_for(alg));
+    });
   expect_error("partially overlapping buffers", ErrorCode::InvalidUsage, [&] {
     allreduce(buf.data(), buf.data() + 1, 12, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
   });
@@ -438,11 +445,71 @@ int late_rank(double late_s) {
     });
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  // 3. auto (the default) while it runs native: MPI_Allreduce cannot time out, so auto's native
+  // is bounded; the punctual ranks get Timeout, not a hang. auto's first calls survey the
+  // candidates in order (docs/auto.md): stragglar, ring, rhd, then native.
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  {
+    std::vector<float> warm(256, 1.0f);
+    for (int i = 0; i < 3; ++i)
+      allreduce(warm.data(), warm.data(), warm.size(), DataType::float32, ReduceOp::sum, c, options_for("auto"));
+  }
+  if (g_rank == late) std::this_thread::sleep_for(std::chrono::duration<double>(late_s));
+  {
+    // Freed right after the call: a late write by the pending collective would hit freed memory.
+    auto buf = std::make_unique<std::vector<float>>(256, 1.0f);
+    const double t0 = MPI_Wtime();
+    if (g_rank != late) {
+      outcome("late rank while auto runs native", [&] {
+        allreduce(buf->data(), buf->data(), buf->size(), DataType::float32, ReduceOp::sum, c, options_for("auto"));
+      });
+      if (detail::mpi_session(c).last_choice().algorithm != Algorithm::native)
+        fail("auto's fourth call was not native: the test's premise (survey order) changed");
+      if (MPI_Wtime() - t0 > detail::env().timeout_s + 10) fail("auto's native: the timeout took far too long");
+    } else {
+      try {  // the late rank finds the others' pending collective: success or Timeout
+        allreduce(buf->data(), buf->data(), buf->size(), DataType::float32, ReduceOp::sum, c, options_for("auto"));
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::Timeout) fail(std::string("late rank in auto's native: ") + e.what());
+      }
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // 4. A bad pointer on one rank on a configuration already in use: no agreement runs, so that
+  // rank's communicator becomes unusable (its next call would pair with the others' current one
+  // and mix data), and the others time out instead of returning success with wrong data.
+  MPI_Comm d;
+  MPI_Comm_dup(MPI_COMM_WORLD, &d);
+  {
+    const int bad = 1 % g_n;
+    std::vector<float> buf(300, 1.0f);
+    allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, d, options_for("ring"));
+    if (g_rank == bad) {
+      expect_error("NULL recvbuf on a known configuration", ErrorCode::InvalidUsage, [&] {
+        allreduce(buf.data(), nullptr, buf.size(), DataType::float32, ReduceOp::sum, d, options_for("ring"));
+      });
+      try {
+        allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, d, options_for("ring"));
+        fail("the call after a local error on a known configuration succeeded: it pairs with the others' last call");
+      } catch (const Error& e) {
+        ++g_checked;
+        if (std::strstr(e.what(), "unusable") == nullptr) fail(std::string("expected 'unusable': ") + e.what());
+      }
+    } else {
+      outcome("peer with a bad pointer on a known configuration", [&] {
+        allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, d, options_for("ring"));
+      });
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
   // Give every pending operation the chance to complete into freed stack/heap, then free.
   std::vector<char> scribble(1 << 20, 0x5a);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Comm_free(&a);
   MPI_Comm_free(&b);
+  MPI_Comm_free(&c);
+  MPI_Comm_free(&d);
   (void)scribble;
   return 0;
 }

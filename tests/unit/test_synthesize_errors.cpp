@@ -49,8 +49,9 @@ TEST(SynthesizeErrors, PipelineText) {
   EXPECT_EQ(parse_pipeline("auto"), kPipelineAuto);
   EXPECT_EQ(parse_pipeline("1"), 1);
   EXPECT_EQ(parse_pipeline("12"), 12);
-  for (const char* bad : {"0", "-3", "x", "3x", "", "99999999999"})
-    expect_error([&] { parse_pipeline(bad); }, std::string("pipeline '") + bad + "': expected a positive integer K or auto");
+  EXPECT_EQ(parse_pipeline("1024"), kMaxPipeline);
+  for (const char* bad : {"0", "-3", "x", "3x", "", "99999999999", "1025"})
+    expect_error([&] { parse_pipeline(bad); }, std::string("pipeline '") + bad + "': expected an integer K in [1, 1024] or auto");
 }
 
 }  // namespace

@@ -600,14 +600,15 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
   require(moves.empty() || !f.ideal, "--move-straggler: the ideal case (--ideal) delays no rank");
   const std::size_t lo = parse_bytes(f.min_bytes), hi = parse_bytes(f.max_bytes);
   require(lo <= hi, "-b " + f.min_bytes + " is larger than -e " + f.max_bytes);
-  require(f.factor > 1 || lo == hi, "-f " + std::to_string(f.factor) + " must be > 1 when -b < -e");
+  require(f.factor > 1, "-f " + std::to_string(f.factor) + ": expected a size multiplication factor > 1");
+  // Sizes are whole elements (as nccl-tests); two sizes that round to the same count are one row.
+  const std::size_t es = size_of(t);
   std::vector<std::size_t> sizes;
   for (double s = static_cast<double>(lo); s <= static_cast<double>(hi) * 1.000001; s *= f.factor) {
-    sizes.push_back(static_cast<std::size_t>(s));
-    if (f.factor <= 1) break;
+    const std::size_t bytes = static_cast<std::size_t>(s) / es * es;
+    if (sizes.empty() || sizes.back() != bytes) sizes.push_back(bytes);
   }
 
-  const std::size_t es = size_of(t);
   // --calibrate exchanges the per-chunk size (size/(n-1), at least 1 MiB) through the same buffers.
   const std::size_t calib_bytes =
       std::max(hi / static_cast<std::size_t>(std::max(1, g_n - 1)), std::size_t{1} << 20) / es * es;
