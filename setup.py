@@ -65,7 +65,15 @@ def torch_requirement() -> list[str]:
     except ImportError as e:
         raise RuntimeError("stragglar: build with --no-build-isolation in an environment that has torch "
                            "(python3 -m pip install torch), the extension is built against it") from e
-    return [f"torch=={torch.__version__}"]
+    # The distribution's version, as pip compares it: torch.__version__ may carry a local label
+    # ("2.15.0+cu132") that the installed wheel's metadata does not ("2.15.0"), and a pin with
+    # it would then never be satisfied.
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        installed = version("torch")
+    except PackageNotFoundError:  # torch built from source and not installed as a distribution
+        return []
+    return [f"torch=={installed}"]
 
 
 setup(

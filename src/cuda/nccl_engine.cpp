@@ -180,8 +180,8 @@ void NcclEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_
 }
 
 // ---- NcclSession ----------------------------------------------------------------------------------
-NcclSession::NcclSession(ncclComm_t comm, double timeout_s)
-    : engine_(comm, device_of(comm), timeout_s), session_(engine_, "stragglarNcclAllReduce") {}
+NcclSession::NcclSession(ncclComm_t comm, double timeout_s, const char* api, const char* after_failure)
+    : engine_(comm, device_of(comm), timeout_s), session_(engine_, api, after_failure) {}
 
 void NcclSession::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                             cudaStream_t stream, const Options& opts, PhaseSelection phases) {

@@ -87,7 +87,9 @@ class NcclEngine final : public Engine {
 // check. Not thread-safe (one caller at a time, like the NCCL communicator).
 class NcclSession {
  public:
-  NcclSession(ncclComm_t comm, double timeout_s);  // queries the communicator's device
+  // Queries the communicator's device; `api`, `after_failure`: as Session's.
+  NcclSession(ncclComm_t comm, double timeout_s, const char* api = "stragglarNcclAllReduce",
+              const char* after_failure = "free it and create a new one");
   void allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                  cudaStream_t stream, const Options& opts, PhaseSelection phases = PhaseSelection::all);
   Session& session() noexcept { return session_; }

@@ -60,7 +60,7 @@ const char* stragglar_result_string(stragglar_result r) {
     case stragglar_success: return "success";
     case stragglar_invalid_usage: return "invalid usage";
     case stragglar_mismatch: return "ranks disagree on the call's arguments";
-    case stragglar_timeout: return "timeout: a peer died or stopped";
+    case stragglar_timeout: return "timeout: a peer is later than the timeout, stopped, died, or called with different arguments";
     case stragglar_remote_error: return "error on a remote rank";
     case stragglar_system_error: return "system error (MPI / CUDA / NCCL)";
     case stragglar_internal_error: return "internal error";

@@ -188,8 +188,8 @@ std::size_t Session::KeyHash::operator()(const Key& k) const noexcept {
   return static_cast<std::size_t>(h);
 }
 
-Session::Session(Engine& engine, const char* api)
-    : engine_(engine), api_(api), rank_(engine.transport().rank()), nranks_(engine.transport().nranks()),
+Session::Session(Engine& engine, const char* api, const char* after_failure)
+    : engine_(engine), api_(api), after_failure_(after_failure), rank_(engine.transport().rank()), nranks_(engine.transport().nranks()),
       executor_(engine.transport(), engine.device()), timeout_s_(env().timeout_s) {
   configs_.reserve(16);
 }
@@ -214,7 +214,7 @@ void Session::mark_broken(const Error& error) {
 
 void Session::throw_broken() const {
   throw Error(broken_->code(), std::string(api_) + ": this communicator is unusable after an earlier failure (" +
-                                   broken_->what() + "); free it and create a new one");
+                                   broken_->what() + "); " + after_failure_);
 }
 
 void Session::validate(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype,
@@ -367,7 +367,7 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
       // its later calls fail at once and the peers time out.
       const Error unusable(e.code(), std::string(e.what()) +
                                          "; the other ranks cannot be told on a configuration already in use, "
-                                         "so this communicator is now unusable (free it and create a new one)");
+                                         "so this communicator is now unusable (" + after_failure_ + ")");
       mark_broken(unusable);
       throw unusable;
     }

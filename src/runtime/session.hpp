@@ -102,8 +102,9 @@ class Engine {
 
 class Session {
  public:
-  // `api` names the front-end's call in messages ("stragglar::allreduce", "stragglarNcclAllReduce").
-  Session(Engine& engine, const char* api);
+  // `api` names the front-end's call in messages ("stragglar::allreduce", "stragglarNcclAllReduce");
+  // `after_failure` tells its user what to do with a broken session, in its own terms.
+  Session(Engine& engine, const char* api, const char* after_failure = "free it and create a new one");
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -168,6 +169,7 @@ class Session {
 
   Engine& engine_;
   const char* api_;
+  const char* after_failure_;
   int rank_ = 0;
   int nranks_ = 1;
   Executor executor_;

@@ -1,5 +1,7 @@
 // The algorithm table (include/stragglar/algorithm.hpp) and synthesize(): the argument checks
 // shared by every algorithm, then the row's synthesizer (src/synth/<algo>.cpp).
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "stragglar/error.hpp"
@@ -77,10 +79,16 @@ std::string algorithm_names(bool schedules_only) {
 }
 
 Algorithm parse_algorithm(std::string_view name) {
+  // Case-insensitive, as torch's backend names ("GLOO", "Ring" and "ring" are one algorithm).
+  const auto same = [name](std::string_view known) {
+    return name.size() == known.size() && std::equal(name.begin(), name.end(), known.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+           });
+  };
   for (const AlgorithmInfo& row : kTable) {
-    if (name == row.name) return row.id;
+    if (same(row.name)) return row.id;
     for (std::string_view alias : row.aliases)
-      if (name == alias) return row.id;
+      if (same(alias)) return row.id;
   }
   throw Error(ErrorCode::InvalidUsage,
               "unknown algorithm '" + std::string(name) + "': expected one of " + algorithm_names());

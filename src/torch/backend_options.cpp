@@ -32,6 +32,8 @@ BackendOptions BackendOptions::make(const std::string& algorithm, const int* str
       throw Error(ErrorCode::InvalidUsage, "Options(straggler=" + std::to_string(*straggler) +
                                                ") is not valid: expected a rank >= 0, or -1 for the last rank");
     o.core.straggler = *straggler;
+  } else {
+    o.straggler_from_env = o.core.straggler >= 0;
   }
   if (!pipeline.empty()) o.core.pipeline = named("Options(pipeline=...)", [&] { return parse_pipeline(pipeline); });
   if (o.core.pipeline > kMaxPipeline)
@@ -47,8 +49,9 @@ std::string BackendOptions::pipeline_text() const {
 }
 
 std::string BackendOptions::to_string() const {
+  const std::string pipeline = core.pipeline == kPipelineAuto ? "'auto'" : std::to_string(core.pipeline);
   return "Options(algorithm='" + algorithm_name() + "', straggler=" + std::to_string(core.straggler) +
-         ", pipeline='" + pipeline_text() + "')";
+         ", pipeline=" + pipeline + ")";
 }
 
 }  // namespace stragglar::torch_backend

@@ -9,9 +9,12 @@ namespace stragglar::torch_backend {
 
 struct BackendOptions {
   // What every all_reduce of the group runs (docs/torch.md "Options"). Defaults come from the
-  // environment: STRAGGLAR_ALGORITHM (stragglar), STRAGGLAR_STRAGGLER (-1 = the last rank),
+  // environment: STRAGGLAR_ALGORITHM (auto), STRAGGLAR_STRAGGLER (-1 = the last rank),
   // STRAGGLAR_PIPELINE (auto).
   Options core;
+  // The straggler came from STRAGGLAR_STRAGGLER: one variable for every group of the job, so it
+  // names a rank of the whole job; the backend's creator maps it to the group's numbering.
+  bool straggler_from_env = false;
 
   // Each field from its argument when given (non-empty / present), else from the environment,
   // else the core's default. Throws Error(InvalidUsage) naming a bad value (argument or

@@ -44,12 +44,13 @@ CpuAllreduceWork::CpuAllreduceWork(int rank, at::Tensor tensor, std::uint64_t se
       sequence_(sequence) {}
 
 void CpuAllreduceWork::complete(std::exception_ptr error) {
-  // The Work first (wait() returns), then the future: its callbacks (DDP's) run inline here.
-  finish(error);
+  // The future first (its callbacks run inline here), then the Work: wait() returning means the
+  // future is complete too, as with Gloo.
   if (error)
     future_->setError(error);
   else
     future_->markCompleted(c10::IValue(std::vector<at::Tensor>{tensor_}));
+  finish(error);
 }
 
 bool CpuAllreduceWork::wait(std::chrono::milliseconds timeout) {
@@ -102,10 +103,24 @@ c10::intrusive_ptr<c10d::Work> CpuAllreduce::enqueue(at::Tensor tensor, DataType
                                                      const Options& options, std::chrono::milliseconds timeout,
                                                      std::uint64_t sequence) {
   auto work = c10::make_intrusive<CpuAllreduceWork>(rank_, std::move(tensor), sequence);
+  Job job{work, dtype, op, options, static_cast<double>(timeout.count()) / 1000.0};
+  if (std::this_thread::get_id() == worker_.get_id()) {
+    // Issued by a future's callback, which runs on this worker (DDP's reducer, comm hooks:
+    // torch's PowerSGD hook runs an all_reduce in a callback and waits for it). Run it now:
+    // queued, it would wait behind the callback that waits for it; run now, every rank runs it
+    // right after the call whose callback issued it, whatever other threads queued meanwhile.
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      TORCH_CHECK(!stopping_, "stragglar.torch all_reduce: this process group was shut down (", stop_reason_, ")");
+      last_ = work;
+    }
+    run_job(job);
+    return work;
+  }
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     TORCH_CHECK(!stopping_, "stragglar.torch all_reduce: this process group was shut down (", stop_reason_, ")");
-    queue_.push_back(Job{work, dtype, op, options, static_cast<double>(timeout.count()) / 1000.0});
+    queue_.push_back(std::move(job));
     last_ = work;
   }
   queue_cv_.notify_one();
@@ -131,14 +146,18 @@ void CpuAllreduce::run() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    std::exception_ptr error;
-    try {
-      execute(job);
-    } catch (...) {
-      error = current_as_dist_error();
-    }
-    job.work->complete(error);
+    run_job(job);
   }
+}
+
+void CpuAllreduce::run_job(const Job& job) {
+  std::exception_ptr error;
+  try {
+    execute(job);
+  } catch (...) {
+    error = current_as_dist_error();
+  }
+  job.work->complete(error);  // its future's callbacks run here, on the worker (see enqueue)
 }
 
 void CpuAllreduce::connect(double timeout_s) {
@@ -147,7 +166,7 @@ void CpuAllreduce::connect(double timeout_s) {
   options.timeout_source = "the process group's timeout";
   auto transport = UcxTransport::connect(kv, "stragglar_ucx", rank_, size_, options);
   engine_ = std::make_unique<detail::UcxEngine>(std::move(transport), native_);
-  session_ = std::make_unique<detail::Session>(*engine_, "stragglar.torch all_reduce");
+  session_ = std::make_unique<detail::Session>(*engine_, "stragglar.torch all_reduce", kAfterFailure);
 }
 
 void CpuAllreduce::execute(const Job& job) {

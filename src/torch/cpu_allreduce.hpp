@@ -3,7 +3,8 @@
 //
 // Calls are queued in the order the program makes them and run one at a time, so every rank
 // runs the same sequence (the core's agreement and tags rely on it); the caller gets its Work
-// at once (async_op=True returns immediately, wait() blocks). The engine connects on the
+// at once (async_op=True returns immediately, wait() blocks). Futures complete on the worker, so
+// their callbacks run there; an all_reduce a callback issues runs at once, inline (enqueue). The engine connects on the
 // first call (UCX addresses through the group's store). A timeout or a dead peer fails that
 // call and, through the core's broken state, every later one at once.
 #pragma once
@@ -37,7 +38,8 @@ class CpuAllreduceWork final : public c10d::Work {
   std::vector<at::Tensor> result() override { return {tensor_}; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   uint64_t getSequencenumber() const override { return sequence_; }
-  // Called once by the worker: `error` null = success.
+  // Called once by the worker: `error` null = success. The future first (its callbacks run
+  // inline, on the worker), then the Work: when wait() returns the future is complete (as Gloo).
   void complete(std::exception_ptr error);
   // Blocks until complete() ran, without raising its error.
   void wait_done();
@@ -77,6 +79,7 @@ class CpuAllreduce {
     double timeout_s;
   };
   void run();
+  void run_job(const Job& job);  // execute, then complete the Work
   void execute(const Job& job);
   void connect(double timeout_s);
 

@@ -126,7 +126,8 @@ CudaAllreduce::CudaAllreduce(const c10::intrusive_ptr<c10d::Store>& store, int r
     if (s.comm != nullptr) (void)ncclCommAbort(s.comm);
     throw;
   }
-  s.session = std::make_unique<detail::NcclSession>(s.comm, s.timeout_s);
+  s.session = std::make_unique<detail::NcclSession>(s.comm, s.timeout_s, "stragglar.torch all_reduce (CUDA)",
+                                                    kAfterFailure);
   s.stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
 }
 

@@ -53,7 +53,9 @@ InnerFactory python_factory(py::function fn) {
 
 ProcessGroupStragglar& ours(c10d::Backend& backend) {
   auto* pg = dynamic_cast<ProcessGroupStragglar*>(&backend);
-  TORCH_CHECK_TYPE(pg != nullptr, "expected a 'stragglar' backend, got '", backend.getBackendName(), "'");
+  TORCH_CHECK_TYPE(pg != nullptr, "stragglar.torch: this group's backend object is not stragglar's own but a '",
+                   backend.getBackendName(), "' object around it or another backend (TORCH_DISTRIBUTED_DEBUG=DETAIL "
+                   "wraps every backend); straggler_report and info need a 'stragglar' group without that wrapper");
   return *pg;
 }
 
@@ -83,6 +85,9 @@ BackendOptions make_options(const py::object& algorithm, const py::object& strag
   int straggler_value = -1;
   const int* straggler_ptr = nullptr;
   if (!straggler.is_none()) {
+    if (!py::isinstance<py::int_>(straggler))
+      throw Error(ErrorCode::InvalidUsage, "Options(straggler=" + py::repr(straggler).cast<std::string>() +
+                                               ") is not valid: expected an int rank (or -1 for the last rank)");
     straggler_value = straggler.cast<int>();
     straggler_ptr = &straggler_value;
   }
@@ -122,9 +127,11 @@ PYBIND11_MODULE(_C, m) {
 Options of a "stragglar" process group, passed as ``pg_options`` to
 ``torch.distributed.init_process_group`` or ``new_group``.
 
-algorithm: "stragglar" (default), "ring", "rhd", "allpairs", "broadcast", "native" (the inner
-    Gloo's / NCCL's own all_reduce) or "auto" (straggler and algorithm chosen online).
-straggler: the rank expected to be late (-1: the last rank).
+algorithm: "auto" (default: straggler and algorithm chosen online), "stragglar", "ring", "rhd",
+    "allpairs", "broadcast" or "native" (the inner Gloo's / NCCL's own all_reduce); any case.
+straggler: the rank expected to be late, in the group's numbering (-1: the last rank); auto
+    takes it as a hint. STRAGGLAR_STRAGGLER names a rank of the whole job instead: in a subgroup
+    it becomes that rank's group rank, or -1 where the rank is not a member.
 pipeline: StragglAR's chunks per rank K (an integer >= 1) or "auto" (the cost model).
 
 A field left as None takes STRAGGLAR_ALGORITHM / STRAGGLAR_STRAGGLER / STRAGGLAR_PIPELINE from the
@@ -133,6 +140,7 @@ environment, else the default.)doc")
            py::arg("pipeline") = py::none())
       .def_property_readonly("algorithm", &BackendOptions::algorithm_name)
       .def_property_readonly("straggler", [](const BackendOptions& o) { return o.core.straggler; })
+      .def_property_readonly("_straggler_from_env", [](const BackendOptions& o) { return o.straggler_from_env; })
       .def_property_readonly("pipeline", [](const BackendOptions& o) -> py::object {
         if (o.core.pipeline == stragglar::kPipelineAuto) return py::str("auto");
         return py::int_(o.core.pipeline);

@@ -160,4 +160,9 @@ class ProcessGroupStragglar final : public c10d::Backend {
 // may need the GIL to make an inner backend). Defined in module.cpp.
 void run_without_gil(const std::function<void()>& f);
 
+// What a torch user does with a group whose all_reduce failed (the core's "broken" state).
+inline constexpr const char* kAfterFailure =
+    "destroy this process group (torch.distributed.destroy_process_group, or destroy_process_group(group)) "
+    "and create a new one";
+
 }  // namespace stragglar::torch_backend

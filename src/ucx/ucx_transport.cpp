@@ -537,7 +537,7 @@ struct UcxTransport::Impl {
       waiting += item;
     }
     return who() + " waited " + seconds_text(options.timeout_s) + " s (" + options.timeout_source + ") for: " + waiting +
-           " — that peer died or stopped";
+           " — that peer is later than the timeout, stopped, died, or called with different arguments";
   }
 
   // Marks the transport unusable, cancels and completes the pending receives, then throws.

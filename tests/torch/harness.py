@@ -64,10 +64,10 @@ def _entry(cases, rank, nranks, backend, init_method, env, timeout_s, results):
 
 
 def run_ranks(cases, nranks: int, store: str = "file", backend: str = "stragglar", timeout_s: float = 60,
-              deadline_s: float = 300, may_die=()) -> dict:
+              deadline_s: float = 300, may_die=(), env=None) -> dict:
     """Runs `cases` — a list of (name, kwargs) of rank_cases functions, in order — in every rank of
-    one job. Returns {case: {rank: value}}; raises AssertionError naming the first case that
-    failed on some rank, with that rank's traceback."""
+    one job (`env`: more environment for every rank). Returns {case: {rank: value}}; raises
+    AssertionError naming the first case that failed on some rank, with that rank's traceback."""
     assert store in STORES, store
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
@@ -75,7 +75,7 @@ def run_ranks(cases, nranks: int, store: str = "file", backend: str = "stragglar
         port = free_port()
         procs = []
         for rank in range(nranks):
-            rank_env = {"OMP_NUM_THREADS": "1"}
+            rank_env = {"OMP_NUM_THREADS": "1", **(env or {})}
             if store == "file":
                 init = f"file://{os.path.join(tmp, 'store')}"
             elif store == "tcp":

@@ -452,3 +452,63 @@ def auto_report(rank, nranks, calls=15, late=2, delay_s=0.1):
     assert len(a["scores"]) == nranks, report
     assert a["late_rank"] == late, report
     return report
+
+
+def nested_collectives(rank, nranks, steps=4):
+    """A future callback that runs another all_reduce on the same group and waits for it (torch's
+    PowerSGD hook does this in DDP); a Work's future is complete when wait() returns (as Gloo)."""
+    t = inputs(rank, 300, "sum", torch.float32)
+
+    def again(fut):
+        u = fut.value()[0].clone()
+        dist.all_reduce(u, async_op=True).get_future().wait()  # on the same group, inside the callback
+        return u
+
+    out = dist.all_reduce(t, async_op=True).get_future().then(again).wait()
+    check_equal(out, reference(nranks, 300, "sum", torch.float32) * nranks, "all_reduce inside a callback")
+
+    not_done = 0
+    for i in range(40):
+        x = inputs(rank, 10, "sum", torch.float32, salt=i)
+        work = dist.all_reduce(x, async_op=True)
+        work.wait()
+        not_done += not work.get_future().done()
+    assert not_done == 0, f"{not_done} of 40 futures not done right after wait()"
+
+    # DDP with torch's PowerSGD hook: its callbacks chain all_reduces and wait inside them.
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = _model(rank)
+    ddp = DDP(model, bucket_cap_mb=0.002)
+    state = powersgd.PowerSGDState(process_group=None, matrix_approximation_rank=1, start_powerSGD_iter=2,
+                                   min_compression_rate=0.1, use_error_feedback=True, warm_start=True)
+    ddp.register_comm_hook(state, powersgd.powerSGD_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    gen = torch.Generator().manual_seed(1000 + rank)
+    for _ in range(steps):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(ddp(torch.randn(32, 16, generator=gen)), torch.randn(32, 4, generator=gen)).backward()
+        opt.step()
+    for mine in model.parameters():
+        everyone = [torch.empty_like(mine) for _ in range(nranks)]
+        dist.all_gather(everyone, mine.detach())
+        for r, theirs in enumerate(everyone):
+            assert torch.equal(theirs, mine.detach()), f"PowerSGD: rank {r}'s parameters differ from rank {rank}'s"
+    return True
+
+
+def env_straggler_subgroups(rank, nranks):
+    """STRAGGLAR_STRAGGLER (set for the whole job) names a rank of the job: a subgroup that holds it
+    uses its group rank, one that does not uses -1; explicit Options stay in the group's numbering."""
+    assert nranks == 4 and os.environ.get("STRAGGLAR_STRAGGLER") == "3"
+    mine, _ = dist.new_subgroups(group_size=2)  # [0, 1] and [2, 3]
+    pair = st.new_group([2, 3])
+    t = inputs(rank, 50, "sum", torch.float32)
+    dist.all_reduce(t, group=mine)
+    members = [0, 1] if rank < 2 else [2, 3]
+    check_equal(t, sum(inputs(r, 50, "sum", torch.float32) for r in members), "subgroup with STRAGGLAR_STRAGGLER")
+    seen = {"world": repr(st.info()["options"]), "subgroup": repr(st.info(mine)["options"])}
+    if rank >= 2:
+        seen["pair"] = repr(st.info(pair)["options"])
+    return seen

@@ -36,6 +36,22 @@ def test_auto_through_the_backend_names_the_late_rank(four_ranks_tcpstore):
         assert report["auto"]["late_rank"] == 2, report
 
 
+def test_callbacks_may_run_collectives_and_futures_are_done_after_wait():
+    # Callbacks run off the group's worker thread (they may run an all_reduce and wait for it, as
+    # torch's PowerSGD hook does); wait() returning means the future is complete.
+    out = run_ranks([("nested_collectives", {})], nranks=2, store="file", timeout_s=30, deadline_s=200)
+    assert all(out["nested_collectives"].values())
+
+
+def test_env_straggler_is_a_rank_of_the_job_in_subgroups():
+    out = run_ranks([("env_straggler_subgroups", {})], nranks=4, store="file", env={"STRAGGLAR_STRAGGLER": "3"})
+    for rank, seen in out["env_straggler_subgroups"].items():
+        assert "straggler=3" in seen["world"], seen
+        assert ("straggler=1" if rank >= 2 else "straggler=-1") in seen["subgroup"], (rank, seen)
+        if rank >= 2:
+            assert "straggler=1" in seen["pair"], seen
+
+
 def test_killed_rank_raises_on_the_others():
     # Ranks that talk to the dead one see it exit (the UCX engine watches processes on this host);
     # the ones waiting for them time out: all within the group's timeout, none hangs.

@@ -10,7 +10,8 @@ def test_defaults_and_values():
     assert (o.algorithm, o.straggler, o.pipeline) == ("auto", -1, "auto")
     o = st.Options(algorithm="direct", straggler=3, pipeline=2)
     assert (o.algorithm, o.straggler, o.pipeline) == ("broadcast", 3, 2)  # the table's canonical name
-    assert repr(o) == "Options(algorithm='broadcast', straggler=3, pipeline='2')"
+    assert repr(o) == "Options(algorithm='broadcast', straggler=3, pipeline=2)"
+    assert st.Options(algorithm="RING").algorithm == "ring"  # names in any case, as backend names
     assert st.Options(pipeline="auto").pipeline == "auto"
     assert st.Options(algorithm="auto").algorithm == "auto"
 
@@ -18,6 +19,7 @@ def test_defaults_and_values():
 @pytest.mark.parametrize("kwargs, words", [
     ({"algorithm": "fastest"}, ["fastest", "stragglar", "ring"]),
     ({"straggler": -2}, ["straggler=-2"]),
+    ({"straggler": "x"}, ["straggler='x'", "int"]),
     ({"pipeline": 0}, ["pipeline=0"]),
     ({"pipeline": "many"}, ["many"]),
 ])
@@ -46,7 +48,7 @@ def _options_in_fresh_process(env):
 
 def test_environment_fills_what_is_not_given():
     env = {"STRAGGLAR_ALGORITHM": "ring", "STRAGGLAR_STRAGGLER": "2", "STRAGGLAR_PIPELINE": "4"}
-    assert _options_in_fresh_process(env) == "Options(algorithm='ring', straggler=2, pipeline='4')"
+    assert _options_in_fresh_process(env) == "Options(algorithm='ring', straggler=2, pipeline=4)"
     o = st.Options(algorithm="rhd", straggler=0, pipeline="auto")  # arguments win
     assert (o.algorithm, o.straggler, o.pipeline) == ("rhd", 0, "auto")
     assert "STRAGGLAR_ALGORITHM" in _options_in_fresh_process({"STRAGGLAR_ALGORITHM": "nope"})

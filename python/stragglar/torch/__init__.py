@@ -68,12 +68,27 @@ def _inner_factory(store, rank: int, size: int, timeout: datetime.timedelta):
     return make
 
 
+def _group_numbering(options: Options, dist_opts) -> Options:
+    """STRAGGLAR_STRAGGLER is one variable for every group of the job, so it names a rank of the whole
+    job (as torch's src/dst arguments do): in a subgroup it becomes that rank's group rank, or -1
+    (the group's last rank; auto's hint only) where the rank is not a member. Options(straggler=)
+    given explicitly is in the group's numbering already."""
+    if not options._straggler_from_env:
+        return options
+    ranks = list(getattr(dist_opts, "global_ranks_in_group", None) or [])
+    if not ranks:  # the default group: its numbering is the job's
+        return options
+    straggler = ranks.index(options.straggler) if options.straggler in ranks else -1
+    return Options(algorithm=options.algorithm, straggler=straggler, pipeline=options.pipeline)
+
+
 def _create_backend(dist_opts, pg_options):
     """The creator torch.distributed calls (extended_api=True) for every "stragglar" group."""
     options = pg_options if pg_options is not None else Options()
     if not isinstance(options, Options):
         raise TypeError(f"pg_options of a 'stragglar' group must be stragglar.torch.Options, "
                         f"got {type(options).__name__}")
+    options = _group_numbering(options, dist_opts)
     store, rank, size = dist_opts.store, dist_opts.group_rank, dist_opts.group_size
     return _C._create_backend(store, rank, size, dist_opts.timeout, options,
                               _inner_factory(store, rank, size, dist_opts.timeout))

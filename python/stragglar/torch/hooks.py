@@ -19,13 +19,13 @@ import torch.distributed as dist
 
 
 def allreduce_hook(state, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-    """DDP comm hook: the bucket's average over `state` (a "stragglar" process group)."""
-    if state is None:
-        raise ValueError("stragglar.torch.allreduce_hook: the hook's state must be a 'stragglar' process group "
-                         "(model.register_comm_hook(stragglar.torch.new_group(), stragglar.torch.allreduce_hook))")
-    backend = dist.get_backend(state)
+    """DDP comm hook: the bucket's average over `state`, a "stragglar" process group (None: the
+    default group, as torch's own hooks take it, which must then be a "stragglar" group)."""
+    group = state if state is not None else dist.group.WORLD
+    backend = dist.get_backend(group)
     if backend != "stragglar":
-        raise ValueError(f"stragglar.torch.allreduce_hook: the hook's state is a {backend!r} process group, "
-                         f"expected 'stragglar' (stragglar.torch.new_group())")
-    work = dist.all_reduce(bucket.buffer(), op=dist.ReduceOp.AVG, group=state, async_op=True)
+        raise ValueError(f"stragglar.torch.allreduce_hook: the hook's state is a {backend!r} process group"
+                         f"{' (None: the default group)' if state is None else ''}, expected 'stragglar' "
+                         f"(model.register_comm_hook(stragglar.torch.new_group(), stragglar.torch.allreduce_hook))")
+    work = dist.all_reduce(bucket.buffer(), op=dist.ReduceOp.AVG, group=group, async_op=True)
     return work.get_future().then(lambda fut: fut.value()[0])
