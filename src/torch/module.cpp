@@ -46,7 +46,8 @@ InnerFactory python_factory(py::function fn) {
       TORCH_CHECK(backend != nullptr, "stragglar.torch: the inner backend factory returned None for '", name, "'");
       return c10::intrusive_ptr<c10d::Backend>::unsafe_reclaim_from_nonowning(backend);
     } catch (py::error_already_set& e) {
-      TORCH_CHECK(false, "stragglar.torch: making the inner '", name, "' backend failed: ", e.what());
+      TORCH_CHECK(false, "stragglar.torch: making the inner '", name, "' backend failed (every rank of the group ",
+                  "takes part in that; one that died, stopped or is busy elsewhere makes it time out): ", e.what());
     }
   };
 }

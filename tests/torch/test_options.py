@@ -83,5 +83,8 @@ def test_one_rank_group_and_bad_pg_options(tmp_path):
             st.new_group(options="ring")
         assert st.straggler_report()["ran"]
         assert st.info()["options"].algorithm == "auto"  # the core's default
+        # The comm hook with state=None uses the default group, as torch's own hooks do.
+        bucket = type("Bucket", (), {"buffer": lambda self, b=torch.arange(4.0): b})()
+        assert torch.equal(st.allreduce_hook(None, bucket).wait(), torch.arange(4.0))
     finally:
         dist.destroy_process_group()
