@@ -169,6 +169,7 @@ struct Session::AutoState {
     std::shared_ptr<const Plan> plan;  // null for native
   };
   std::vector<Sub> subs;  // the choices run so far, each with its plan (the first run builds it)
+  bool warmed = false;    // the configuration's first call ran (unmeasured, see run_auto)
   int untaken = 0;        // calls timed whose time is not recorded yet (GPU: the lag)
   bool in_flight = false; // an exchange begun and not yet decided
   int in_flight_age = 0;  // calls since it began
@@ -468,6 +469,17 @@ const Plan* Session::plan_for(AutoState& a, const Choice& c) {
 // the same".
 void Session::run_auto(AutoState& a, int tag, const void* sendbuf, void* recvbuf, std::size_t count,
                        DataType dtype, ReduceOp op) {
+  if (!a.warmed) {
+    // The configuration's first call is not measured: it runs right after the agreement, which
+    // waited for every rank (nobody is late in it), and pays first-use costs (connections, first
+    // touch of memory) that later calls do not; measured, it misled auto's first decisions.
+    // Every rank skips the same call, so the policy's counts stay equal everywhere.
+    a.warmed = true;
+    last_choice_ = a.policy.current();
+    run(last_choice_.algorithm, plan_for(a, last_choice_), tag, sendbuf, recvbuf, count, dtype, op,
+        PhaseSelection::all, /*bounded=*/true);
+    return;
+  }
   const Choice c = a.policy.begin_call();
   last_choice_ = c;
   const Plan* plan = plan_for(a, c);
@@ -510,7 +522,7 @@ StragglerReport Session::auto_report() const {
   r.late_rank = p.late_rank();
   r.delay_s = p.delay_s();
   if (p.scores().size() == r.scores.size()) r.scores = p.scores();
-  r.calls = p.calls_begun();
+  r.calls = p.calls_begun() + (last_auto_->warmed ? 1 : 0);  // the unmeasured first call included
   r.decisions = p.decisions();
   return r;
 }
