@@ -66,9 +66,17 @@ bool CpuAllreduceWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-void CpuAllreduceWork::wait_done() {
+void CpuAllreduceWork::mark_executed() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    executed_ = true;
+  }
+  cv_.notify_all();
+}
+
+void CpuAllreduceWork::wait_executed() {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [this] { return completed_; });
+  cv_.wait(lock, [this] { return executed_ || completed_; });
 }
 
 // ---- CpuAllreduce ----------------------------------------------------------------------------------
@@ -133,7 +141,7 @@ void CpuAllreduce::drain() {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     last = last_.lock();
   }
-  if (last) last->wait_done();  // each call ends within its timeout
+  if (last) last->wait_executed();  // each call ends within its timeout
 }
 
 void CpuAllreduce::run() {
@@ -157,6 +165,7 @@ void CpuAllreduce::run_job(const Job& job) {
   } catch (...) {
     error = current_as_dist_error();
   }
+  job.work->mark_executed();
   job.work->complete(error);  // its future's callbacks run here, on the worker (see enqueue)
 }
 

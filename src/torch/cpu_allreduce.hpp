@@ -41,14 +41,18 @@ class CpuAllreduceWork final : public c10d::Work {
   // Called once by the worker: `error` null = success. The future first (its callbacks run
   // inline, on the worker), then the Work: when wait() returns the future is complete (as Gloo).
   void complete(std::exception_ptr error);
-  // Blocks until complete() ran, without raising its error.
-  void wait_done();
+  // The data phase is over (before complete(): the callbacks may still run). wait_executed()
+  // blocks until then, without raising the call's error: a barrier orders after the data phase,
+  // and must not wait for callbacks (one of which may itself call the barrier).
+  void mark_executed();
+  void wait_executed();
   const at::Tensor& tensor() const noexcept { return tensor_; }
 
  private:
   at::Tensor tensor_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::uint64_t sequence_;
+  bool executed_ = false;  // guarded by Work's mutex_
 };
 
 class CpuAllreduce {
