@@ -3,6 +3,7 @@
 // stay one interface. The algorithm names come from the algorithm table.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <string>
 
 #include "stragglar/algorithm.hpp"
@@ -17,7 +18,7 @@ inline CLI::Validator number_above(double lo, bool or_equal) {
   return CLI::Validator(
       [lo, or_equal](std::string& in) -> std::string {
         double v = 0;
-        if (!CLI::detail::lexical_cast(in, v)) return "'" + in + "' is not a number";
+        if (!CLI::detail::lexical_cast(in, v) || !std::isfinite(v)) return "'" + in + "' is not a finite number";
         if (or_equal ? v >= lo : v > lo) return {};
         std::string bound = std::to_string(lo);
         bound.erase(bound.find_last_not_of('0') + 1);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <utility>
 #include <mutex>
 #include <thread>
@@ -118,7 +119,12 @@ void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t
 }
 
 void MpiEngine::reserve_native(std::size_t bytes) {
-  if (native_buf_.size() < bytes) native_buf_.resize(bytes);
+  const std::size_t want = std::min(bytes, kNativeStageBytes);
+  if (native_stage_bytes_ >= want) return;
+  // Not zero-filled: pages are touched only by use. Never shrinks (the staging of the largest
+  // message so far, at most kNativeStageBytes).
+  native_stage_ = std::make_unique_for_overwrite<std::byte[]>(want);
+  native_stage_bytes_ = want;
 }
 
 void MpiEngine::native_allreduce_bounded(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
@@ -128,16 +134,20 @@ void MpiEngine::native_allreduce_bounded(const void* sendbuf, void* recvbuf, std
   const auto [type, mop] = mpi_type_op(dtype, op);
   const std::size_t es = size_of(dtype);
   reserve_native(count * es);  // sized when auto's configuration was made: no allocation here
-  // Out of place into engine-owned memory (in place: recvbuf is the send buffer), then copied
-  // out. A send buffer a timed-out request still reads is only read, as with MpiTransport's sends.
-  for (std::size_t off = 0; off < count; off += kPiece) {
-    const int n = static_cast<int>(std::min(kPiece, count - off));
-    check_mpi(MPI_Iallreduce(static_cast<const char*>(sendbuf) + off * es, native_buf_.data() + off * es, n, type,
-                             mop, comm_, &native_pending_),
+  // Piece by piece through the engine's staging buffer: copied in, reduced there in place,
+  // copied out. A timed-out request then reads and writes only the engine's memory, never the
+  // caller's. One deadline for the whole call.
+  const std::size_t piece = std::min<std::size_t>(native_stage_bytes_ / es, kPiece);
+  const double deadline = MPI_Wtime() + timeout_s;
+  for (std::size_t off = 0; off < count; off += piece) {
+    const std::size_t n = std::min(piece, count - off);
+    device_.copy(native_stage_.get(), static_cast<const char*>(sendbuf) + off * es, n * es);
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, native_stage_.get(), static_cast<int>(n), type, mop, comm_,
+                             &native_pending_),
               "MPI_Iallreduce (native, run by auto)");
-    wait_with_timeout(native_pending_, timeout_s, "MPI_Iallreduce (native, run by auto)");
+    wait_with_timeout(native_pending_, std::max(deadline - MPI_Wtime(), 1e-9), "MPI_Iallreduce (native, run by auto)");
+    device_.copy(static_cast<char*>(recvbuf) + off * es, native_stage_.get(), n * es);
   }
-  device_.copy(recvbuf, native_buf_.data(), count * es);
   if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -54,9 +55,12 @@ class MpiEngine final : public Engine {
   CpuDevice device_;
   std::vector<std::int64_t> in_, out_;  // the agreement's buffers, alive while it is pending
   MPI_Request pending_ = MPI_REQUEST_NULL;
-  // The bounded native's receive buffer: MPI cannot cancel a collective, so after a timeout the
-  // request stays pending and writes here (never the caller's buffer) whenever the late peer joins.
-  std::vector<std::byte> native_buf_;
+  // The bounded native's staging buffer: MPI cannot cancel a collective, so after a timeout the
+  // request stays pending and reads and writes here (never the caller's buffers) whenever the
+  // late peer joins. At most kNativeStageBytes: larger messages go through it in pieces.
+  static constexpr std::size_t kNativeStageBytes = std::size_t{32} << 20;
+  std::unique_ptr<std::byte[]> native_stage_;
+  std::size_t native_stage_bytes_ = 0;
   MPI_Request native_pending_ = MPI_REQUEST_NULL;
   int tag_ub_ = 32767;  // the standard's guaranteed minimum
 };

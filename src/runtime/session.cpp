@@ -366,6 +366,7 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
       // No agreement runs here, so the peers go ahead with this call; were this rank to call
       // again, its next call would pair with their current one and mix data. Broken instead:
       // its later calls fail at once and the peers time out.
+      if (nranks_ == 1) throw;  // no peer to be out of step with
       const Error unusable(e.code(), std::string(e.what()) +
                                          "; the other ranks cannot be told on a configuration already in use, "
                                          "so this communicator is now unusable (" + after_failure_ + ")");

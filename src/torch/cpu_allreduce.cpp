@@ -46,11 +46,21 @@ CpuAllreduceWork::CpuAllreduceWork(int rank, at::Tensor tensor, std::uint64_t se
 void CpuAllreduceWork::complete(std::exception_ptr error) {
   // The future first (its callbacks run inline here), then the Work: wait() returning means the
   // future is complete too, as with Gloo.
-  if (error)
-    future_->setError(error);
-  else
-    future_->markCompleted(c10::IValue(std::vector<at::Tensor>{tensor_}));
-  finish(error);
+  std::exception_ptr callback_error;  // a callback that throws must not leave wait() hanging
+  try {
+    if (error)
+      future_->setError(error);
+    else
+      future_->markCompleted(c10::IValue(std::vector<at::Tensor>{tensor_}));
+  } catch (...) {
+    callback_error = std::current_exception();
+  }
+  finish(error ? error : callback_error);
+}
+
+bool CpuAllreduceWork::executed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return executed_;
 }
 
 bool CpuAllreduceWork::wait(std::chrono::milliseconds timeout) {
@@ -103,6 +113,7 @@ void CpuAllreduce::stop(const std::string& why) {
     dropped.swap(queue_);
   }
   queue_cv_.notify_all();
+  for (Job& job : dropped) job.work->mark_executed();  // first: a callback below may drain
   for (Job& job : dropped)
     job.work->complete(dist_backend_error("stragglar.torch all_reduce: not run: " + why));
 }
@@ -112,27 +123,36 @@ c10::intrusive_ptr<c10d::Work> CpuAllreduce::enqueue(at::Tensor tensor, DataType
                                                      std::uint64_t sequence) {
   auto work = c10::make_intrusive<CpuAllreduceWork>(rank_, std::move(tensor), sequence);
   Job job{work, dtype, op, options, static_cast<double>(timeout.count()) / 1000.0};
-  if (std::this_thread::get_id() == worker_.get_id()) {
-    // Issued by a future's callback, which runs on this worker (DDP's reducer, comm hooks:
-    // torch's PowerSGD hook runs an all_reduce in a callback and waits for it). Run it now:
-    // queued, it would wait behind the callback that waits for it; run now, every rank runs it
-    // right after the call whose callback issued it, whatever other threads queued meanwhile.
-    {
-      std::lock_guard<std::mutex> lock(queue_mutex_);
-      TORCH_CHECK(!stopping_, "stragglar.torch all_reduce: this process group was shut down (", stop_reason_, ")");
-      last_ = work;
-    }
-    run_job(job);
-    return work;
-  }
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     TORCH_CHECK(!stopping_, "stragglar.torch all_reduce: this process group was shut down (", stop_reason_, ")");
     queue_.push_back(std::move(job));
     last_ = work;
   }
+  if (std::this_thread::get_id() == worker_.get_id()) {
+    // Issued by a future's callback, which runs on this worker (DDP's reducer, comm hooks:
+    // torch's PowerSGD hook runs an all_reduce in a callback and waits for it). Left to the
+    // worker's loop it would wait behind the callback that waits for it; so the worker runs the
+    // queue here, in order, up to it: calls still run in the order this rank issued them (as
+    // Gloo matches them), and nothing waits for itself. Each such level nests on the stack.
+    run_queued_until(*work);
+    return work;
+  }
   queue_cv_.notify_one();
   return work;
+}
+
+void CpuAllreduce::run_queued_until(const CpuAllreduceWork& target) {
+  while (!target.executed()) {
+    Job job;
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      if (queue_.empty()) return;  // dropped by stop() (then marked executed) or run by an inner level
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    run_job(job);
+  }
 }
 
 void CpuAllreduce::drain() {
@@ -141,7 +161,11 @@ void CpuAllreduce::drain() {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     last = last_.lock();
   }
-  if (last) last->wait_executed();  // each call ends within its timeout
+  if (!last) return;
+  if (std::this_thread::get_id() == worker_.get_id())
+    run_queued_until(*last);  // a callback's barrier: the worker cannot wait for itself
+  else
+    last->wait_executed();  // each call ends within its timeout
 }
 
 void CpuAllreduce::run() {

@@ -4,7 +4,8 @@
 // Calls are queued in the order the program makes them and run one at a time, so every rank
 // runs the same sequence (the core's agreement and tags rely on it); the caller gets its Work
 // at once (async_op=True returns immediately, wait() blocks). Futures complete on the worker, so
-// their callbacks run there; an all_reduce a callback issues runs at once, inline (enqueue). The engine connects on the
+// their callbacks run there; an all_reduce or barrier a callback issues makes the worker run the
+// queue, in order, up to it (enqueue, drain). The engine connects on the
 // first call (UCX addresses through the group's store). A timeout or a dead peer fails that
 // call and, through the core's broken state, every later one at once.
 #pragma once
@@ -46,6 +47,7 @@ class CpuAllreduceWork final : public c10d::Work {
   // and must not wait for callbacks (one of which may itself call the barrier).
   void mark_executed();
   void wait_executed();
+  bool executed() const;
   const at::Tensor& tensor() const noexcept { return tensor_; }
 
  private:
@@ -84,6 +86,9 @@ class CpuAllreduce {
   };
   void run();
   void run_job(const Job& job);  // execute, then complete the Work
+  // On the worker (a callback's all_reduce or barrier): runs queued calls in order until
+  // `target` has run.
+  void run_queued_until(const CpuAllreduceWork& target);
   void execute(const Job& job);
   void connect(double timeout_s);
 

@@ -37,8 +37,9 @@ def test_auto_through_the_backend_names_the_late_rank(four_ranks_tcpstore):
 
 
 def test_callbacks_may_run_collectives_and_futures_are_done_after_wait():
-    # Callbacks run off the group's worker thread (they may run an all_reduce and wait for it, as
-    # torch's PowerSGD hook does); wait() returning means the future is complete.
+    # Callbacks run on the group's worker; an all_reduce or barrier they issue makes the worker run
+    # the queue up to it (no self-wait, as torch's PowerSGD hook needs); wait() returning means the
+    # future is complete.
     out = run_ranks([("nested_collectives", {})], nranks=2, store="file", timeout_s=30, deadline_s=200)
     assert all(out["nested_collectives"].values())
 

@@ -605,7 +605,7 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
   const std::size_t es = size_of(t);
   std::vector<std::size_t> sizes;
   for (double s = static_cast<double>(lo); s <= static_cast<double>(hi) * 1.000001; s *= f.factor) {
-    const std::size_t bytes = static_cast<std::size_t>(s) / es * es;
+    const std::size_t bytes = std::min(static_cast<std::size_t>(s), hi) / es * es;  // never past -e (the buffers)
     if (sizes.empty() || sizes.back() != bytes) sizes.push_back(bytes);
   }
 
