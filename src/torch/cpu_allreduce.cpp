@@ -86,7 +86,7 @@ void CpuAllreduceWork::mark_executed() {
 
 void CpuAllreduceWork::wait_executed() {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [this] { return executed_ || completed_; });
+  cv_.wait(lock, [this] { return executed_; });  // every path marks executed before completing
 }
 
 // ---- CpuAllreduce ----------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ c10::intrusive_ptr<c10d::Work> CpuAllreduce::enqueue(at::Tensor tensor, DataType
     queue_.push_back(std::move(job));
     last_ = work;
   }
-  if (std::this_thread::get_id() == worker_.get_id()) {
+  if (on_worker()) {
     // Issued by a future's callback, which runs on this worker (DDP's reducer, comm hooks:
     // torch's PowerSGD hook runs an all_reduce in a callback and waits for it). Left to the
     // worker's loop it would wait behind the callback that waits for it; so the worker runs the
@@ -162,7 +162,7 @@ void CpuAllreduce::drain() {
     last = last_.lock();
   }
   if (!last) return;
-  if (std::this_thread::get_id() == worker_.get_id())
+  if (on_worker())
     run_queued_until(*last);  // a callback's barrier: the worker cannot wait for itself
   else
     last->wait_executed();  // each call ends within its timeout

@@ -89,6 +89,7 @@ class CpuAllreduce {
   // On the worker (a callback's all_reduce or barrier): runs queued calls in order until
   // `target` has run.
   void run_queued_until(const CpuAllreduceWork& target);
+  bool on_worker() const { return std::this_thread::get_id() == worker_.get_id(); }
   void execute(const Job& job);
   void connect(double timeout_s);
 
