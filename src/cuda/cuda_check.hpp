@@ -20,6 +20,14 @@ namespace stragglar::cuda {
                                           ncclGetErrorString(r) + ")");
 }
 
+// After a cudaEventQuery/cudaStreamQuery poll answered cudaErrorNotReady: that answer is also
+// left as the thread's last error (as torch's CUDAEvent::query notes), where the caller's next
+// cudaGetLastError() would read it as a failure of its own; take it back out. Only a
+// cudaErrorNotReady is taken: any other error there is the caller's to see.
+inline void clear_not_ready() noexcept {
+  if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+}
+
 }  // namespace stragglar::cuda
 
 #define STRAGGLAR_CUDA_CHECK(call)                                      \

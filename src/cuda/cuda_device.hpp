@@ -21,9 +21,6 @@ class CudaDevice final : public Device {
   void finish_average(void* buf, std::size_t count, DataType t, int nranks) override;
 
   void set_stream(cudaStream_t stream) noexcept { stream_ = stream; }
-  cudaStream_t stream() const noexcept { return stream_; }
-  int device() const noexcept { return device_; }
-  int max_blocks() const noexcept { return max_blocks_; }
 
  private:
   cudaStream_t stream_;

@@ -1,27 +1,27 @@
-// CUDA kernels of the GPU runtime: element-wise reduce, the avg division, fill and a GPU sleep.
+// CUDA kernels of the GPU runtime: element-wise reduce, the avg division and a GPU sleep.
 //
 // The reduce is memory bound (read dst and src, write dst), so what matters is wide, coalesced
 // memory traffic: 16-byte loads (uint4) with four independent loads in flight per thread and a
 // grid-stride loop over a grid capped at a few blocks per SM. Half and bfloat16 are combined in
-// float and rounded once; for + and × that equals the native half/bf16 operation bit for bit
-// (double rounding is innocuous when the wider format has p' >= 2p + 2 bits: 24 >= 2·11 + 2).
+// float and rounded once (runtime/numeric_rule.hpp: the CPU device's rule, one source).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
-#include <type_traits>
 #include <string>
 
 #include "cuda_check.hpp"
 #include "kernels.hpp"
+#include "runtime/numeric_rule.hpp"
 
 namespace stragglar::cuda {
 namespace {
 
 // ---- element types: load into a compute type, store back ------------------------------------
+// fp16/bf16 go through the shared conversions (runtime/numeric_rule.hpp), not CUDA's: those
+// give the NaN 0x7fff where the rule says 0x7e00 / 0x7fc0.
 template <typename T>
 struct Elem {
   using Acc = T;
@@ -31,77 +31,25 @@ struct Elem {
 template <>
 struct Elem<__half> {
   using Acc = float;
-  __device__ static float load(__half x) { return __half2float(x); }
-  __device__ static __half store(float x) { return __float2half_rn(x); }
+  __device__ static float load(__half x) { return numeric::half_to_float(__half_as_ushort(x)); }
+  __device__ static __half store(float x) { return __ushort_as_half(numeric::float_to_half(x)); }
 };
 template <>
 struct Elem<__nv_bfloat16> {
   using Acc = float;
-  __device__ static float load(__nv_bfloat16 x) { return __bfloat162float(x); }
-  __device__ static __nv_bfloat16 store(float x) { return __float2bfloat16_rn(x); }
+  __device__ static float load(__nv_bfloat16 x) { return numeric::bfloat16_to_float(__bfloat16_as_ushort(x)); }
+  __device__ static __nv_bfloat16 store(float x) { return __ushort_as_bfloat16(numeric::float_to_bfloat16(x)); }
 };
 
-// ---- operators (avg reduces as sum) ----------------------------------------------------------
-// The CPU device's rule (src/runtime/cpu_device.cpp), so every rank and engine ends with the
-// same bits: a NaN result is the canonical quiet NaN; min/max are IEEE 754-2019
-// minimum/maximum (NaN propagates, -0 < +0). Half/bf16 are combined in float (Acc) and the
-// canonical float NaN rounds to the canonical half/bf16 NaN.
-template <typename A>
-__device__ __forceinline__ A canonical_nan(A r) {
-  if constexpr (std::is_floating_point_v<A>) return r == r ? r : std::numeric_limits<A>::quiet_NaN();
-  return r;
-}
-// Equal operands that are not identical are +0 and -0: their bits' AND is +0 (max), OR is -0 (min).
-__device__ __forceinline__ float signed_zero_merge(float a, float b, bool take_or) {
-  const unsigned x = __float_as_uint(a), y = __float_as_uint(b);
-  return __uint_as_float(take_or ? (x | y) : (x & y));
-}
-__device__ __forceinline__ double signed_zero_merge(double a, double b, bool take_or) {
-  const long long x = __double_as_longlong(a), y = __double_as_longlong(b);
-  return __longlong_as_double(take_or ? (x | y) : (x & y));
-}
-struct OpSum {
-  template <typename A> __device__ A operator()(A a, A b) const {
-    if constexpr (std::is_integral_v<A>) {
-      using U = std::make_unsigned_t<A>;  // wrap-around like NCCL, without signed-overflow UB
-      return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
-    } else {
-      return canonical_nan(a + b);
-    }
-  }
-};
-struct OpProd {
-  template <typename A> __device__ A operator()(A a, A b) const {
-    if constexpr (std::is_integral_v<A>) {
-      using U = std::make_unsigned_t<A>;
-      return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
-    } else {
-      return canonical_nan(a * b);
-    }
-  }
-};
-struct OpMin {
-  template <typename A> __device__ A operator()(A a, A b) const {
-    if constexpr (std::is_floating_point_v<A>) {
-      if (a != a || b != b) return std::numeric_limits<A>::quiet_NaN();
-      return a == b ? signed_zero_merge(a, b, true) : (b < a ? b : a);
-    }
-    return b < a ? b : a;
-  }
-};
-struct OpMax {
-  template <typename A> __device__ A operator()(A a, A b) const {
-    if constexpr (std::is_floating_point_v<A>) {
-      if (a != a || b != b) return std::numeric_limits<A>::quiet_NaN();
-      return a == b ? signed_zero_merge(a, b, false) : (a < b ? b : a);
-    }
-    return a < b ? b : a;
-  }
-};
+// ---- operators (avg reduces as sum): the CPU device's, from the same header ---------------
+using numeric::Max;
+using numeric::Min;
+using numeric::Prod;
+using numeric::Sum;
 
 template <typename T, typename Op>
 __device__ __forceinline__ T combine(T a, T b) {
-  return Elem<T>::store(Op{}(Elem<T>::load(a), Elem<T>::load(b)));
+  return Elem<T>::store(Op::apply(Elem<T>::load(a), Elem<T>::load(b)));
 }
 
 template <typename T, typename Op>
@@ -159,20 +107,7 @@ average_kernel(T* buf, std::size_t count, int nranks) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    using Acc = typename Elem<T>::Acc;
-    buf[i] = Elem<T>::store(Elem<T>::load(buf[i]) / static_cast<Acc>(nranks));
-  }
-}
-
-template <typename T>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-fill_kernel(T* buf, std::size_t count, double base, int pattern) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    const double v = pattern == 0 ? base : base + static_cast<double>(i % 7);
-    using Acc = typename Elem<T>::Acc;
-    buf[i] = Elem<T>::store(static_cast<Acc>(v));
+    buf[i] = Elem<T>::store(numeric::divide(Elem<T>::load(buf[i]), nranks));
   }
 }
 
@@ -190,8 +125,18 @@ int grid_for(std::size_t work_items, int max_blocks) {
   return static_cast<int>(std::clamp<std::size_t>(want, 1, static_cast<std::size_t>(std::max(max_blocks, 1))));
 }
 
-void check_launch(const char* kernel) {
-  const cudaError_t e = cudaGetLastError();
+// Launches with the launch's own status (as NCCL does), never cudaGetLastError(): that also
+// returns whatever an earlier call on this thread left there — e.g. the cudaErrorNotReady of
+// any cudaEventQuery/cudaStreamQuery poll, the caller's or ours — and would turn it into a
+// launch failure that breaks the communicator.
+template <typename... Params, typename... Args>
+void launch(const char* kernel, void (*fn)(Params...), int grid, int block, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(static_cast<unsigned>(block));
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  const cudaError_t e = cudaLaunchKernelEx(&config, fn, args...);
   if (e != cudaSuccess) throw_cuda(e, kernel);
 }
 
@@ -210,9 +155,8 @@ void reduce_typed(void* dst_v, const void* src_v, std::size_t count, cudaStream_
     tail = count - head - nvec * V;
   }
   const std::size_t items = nvec > 0 ? (nvec + 3) / 4 : head + tail;
-  reduce_kernel<T, Op><<<grid_for(items, max_blocks), kThreadsPerBlock, 0, stream>>>(
-      dst, src, head, nvec, tail);
-  check_launch("reduce_kernel<<<>>>");
+  launch("reduce_kernel", reduce_kernel<T, Op>, grid_for(items, max_blocks), kThreadsPerBlock, stream, dst, src,
+         head, nvec, tail);
 }
 
 template <typename T>
@@ -220,10 +164,10 @@ void reduce_op(void* dst, const void* src, std::size_t count, ReduceOp op, cudaS
                int max_blocks) {
   switch (op) {
     case ReduceOp::sum:
-    case ReduceOp::avg: return reduce_typed<T, OpSum>(dst, src, count, stream, max_blocks);
-    case ReduceOp::prod: return reduce_typed<T, OpProd>(dst, src, count, stream, max_blocks);
-    case ReduceOp::min: return reduce_typed<T, OpMin>(dst, src, count, stream, max_blocks);
-    case ReduceOp::max: return reduce_typed<T, OpMax>(dst, src, count, stream, max_blocks);
+    case ReduceOp::avg: return reduce_typed<T, Sum>(dst, src, count, stream, max_blocks);
+    case ReduceOp::prod: return reduce_typed<T, Prod>(dst, src, count, stream, max_blocks);
+    case ReduceOp::min: return reduce_typed<T, Min>(dst, src, count, stream, max_blocks);
+    case ReduceOp::max: return reduce_typed<T, Max>(dst, src, count, stream, max_blocks);
   }
   throw Error(ErrorCode::InvalidUsage,
               "reduce: unknown ReduceOp " + std::to_string(static_cast<int>(op)));
@@ -259,27 +203,14 @@ void launch_finish_average(void* buf, std::size_t count, DataType t, int nranks,
   if (count == 0 || nranks == 1) return;
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
-    average_kernel<T><<<grid_for(count, max_blocks), kThreadsPerBlock, 0, stream>>>(
-        static_cast<T*>(buf), count, nranks);
+    launch("average_kernel", average_kernel<T>, grid_for(count, max_blocks), kThreadsPerBlock, stream,
+           static_cast<T*>(buf), count, nranks);
   });
-  check_launch("average_kernel<<<>>>");
-}
-
-void launch_fill(void* buf, std::size_t count, DataType t, double base, int pattern,
-                 cudaStream_t stream, int max_blocks) {
-  if (count == 0) return;
-  dispatch(t, [&](auto tag) {
-    using T = decltype(tag);
-    fill_kernel<T><<<grid_for(count, max_blocks), kThreadsPerBlock, 0, stream>>>(
-        static_cast<T*>(buf), count, base, pattern);
-  });
-  check_launch("fill_kernel<<<>>>");
 }
 
 void launch_sleep(cudaStream_t stream, long long nanoseconds) {
   if (nanoseconds <= 0) return;
-  sleep_kernel<<<1, 1, 0, stream>>>(nanoseconds);
-  check_launch("sleep_kernel<<<>>>");
+  launch("sleep_kernel", sleep_kernel, 1, 1, stream, nanoseconds);
 }
 
 }  // namespace stragglar::cuda

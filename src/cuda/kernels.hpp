@@ -23,11 +23,6 @@ void launch_finish_average(void* buf, std::size_t count, DataType t, int nranks,
 // stream-ordered so that the host never waits.
 void launch_sleep(cudaStream_t stream, long long nanoseconds);
 
-// Fills buf[i] = value_of(i) for the bench/tests: see kernels.cu. `pattern` 0: every element
-// = base; 1: element i = base + (i % 7) (exact in every dtype for small bases).
-void launch_fill(void* buf, std::size_t count, DataType t, double base, int pattern,
-                 cudaStream_t stream, int max_blocks);
-
 // Threads per block of every kernel here.
 inline constexpr int kThreadsPerBlock = 512;
 

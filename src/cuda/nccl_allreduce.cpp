@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "cuda_check.hpp"
 #include "nccl_engine.hpp"
 #include "nccl_front.hpp"
 #include "runtime/env.hpp"
@@ -22,11 +23,26 @@ std::unordered_map<ncclComm_t, std::unique_ptr<detail::NcclSession>>& sessions()
   return *m;
 }
 
+// NCCL's API exposes no identity of a communicator but its address, which a new communicator
+// may reuse once one is destroyed: stragglarNcclCommRelease before ncclCommDestroy/Abort is
+// the way out (docs/gpu.md). A reuse that forgot it is caught where the shape differs (a live
+// communicator's rank, size and device never change): the stale session is dropped (leaked: its
+// communicator is gone) and a fresh one made.
 detail::NcclSession& session_for(ncclComm_t comm) {
   require(comm != nullptr, "stragglarNcclAllReduce: comm is a null ncclComm_t, expected a communicator");
+  int rank = 0, nranks = 0, device = 0;
+  STRAGGLAR_NCCL_CHECK(ncclCommUserRank(comm, &rank));
+  STRAGGLAR_NCCL_CHECK(ncclCommCount(comm, &nranks));
+  STRAGGLAR_NCCL_CHECK(ncclCommCuDevice(comm, &device));
   std::lock_guard<std::mutex> lock(g_mutex);
   auto& m = sessions();
-  if (auto it = m.find(comm); it != m.end()) return *it->second;
+  if (auto it = m.find(comm); it != m.end()) {
+    detail::NcclSession& known = *it->second;
+    if (known.session().rank() == rank && known.session().nranks() == nranks && known.engine().device_id() == device)
+      return known;
+    (void)it->second.release();
+    m.erase(it);
+  }
   return *m.emplace(comm, std::make_unique<detail::NcclSession>(comm, detail::env().timeout_s)).first->second;
 }
 

@@ -44,11 +44,15 @@ DeviceGuard::~DeviceGuard() {
 NcclEngine::NcclEngine(ncclComm_t comm, int device, double timeout_s)
     : comm_(comm), device_id_(device), timeout_s_(timeout_s), transport_(comm, nullptr, timeout_s),
       device_(nullptr, device) {
+  // Events belong to the device current at their creation: the communicator's, not the caller's.
+  DeviceGuard guard(device);
   STRAGGLAR_CUDA_CHECK(cudaEventCreateWithFlags(&call_done_, cudaEventDisableTiming));
   STRAGGLAR_CUDA_CHECK(cudaEventCreateWithFlags(&agreed_, cudaEventDisableTiming));
 }
 
 NcclEngine::~NcclEngine() {
+  // The frees of the Session's scratch were enqueued there; they still run after this.
+  if (own_stream_ != nullptr) (void)cudaStreamDestroy(own_stream_);
   if (pending_ || exchange_pending_) return;  // a timed-out agreement or exchange may still write these: keep them
   if (host_ != nullptr) (void)cudaFreeHost(host_);
   if (dev_ != nullptr) (void)cudaFree(dev_);
@@ -63,14 +67,30 @@ NcclEngine::~NcclEngine() {
   (void)cudaEventDestroy(agreed_);
 }
 
-void NcclEngine::wait_event(cudaEvent_t event, double timeout_s, const char* what) {
-  const auto start = std::chrono::steady_clock::now();
+void NcclEngine::set_timeout(double timeout_s) noexcept {
+  timeout_s_ = timeout_s;
+  transport_.set_timeout(timeout_s);
+}
+
+void NcclEngine::prepare_release() noexcept {
+  if (cudaStreamCreateWithFlags(&own_stream_, cudaStreamNonBlocking) == cudaSuccess) {
+    if (have_last_) (void)cudaStreamWaitEvent(own_stream_, call_done_, 0);
+    device_.set_stream(own_stream_);
+    return;
+  }
+  own_stream_ = nullptr;  // no stream to be had: wait on the host, then free on the legacy stream
+  if (have_last_) (void)cudaEventSynchronize(call_done_);
+  device_.set_stream(nullptr);
+}
+
+void NcclEngine::wait_event(cudaEvent_t event, double timeout_s, Clock::time_point deadline, const char* what) {
   for (unsigned polls = 0;; ++polls) {
     const cudaError_t q = cudaEventQuery(event);
     if (q == cudaSuccess) return;
     if (q != cudaErrorNotReady) cuda::throw_cuda(q, what);
+    cuda::clear_not_ready();
     check_async(comm_);
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
+    if (Clock::now() > deadline)
       throw Error(ErrorCode::Timeout,
                   std::string(what) + " did not complete within " + std::to_string(timeout_s) +
                       " s (STRAGGLAR_TIMEOUT_S): a peer is later than the timeout, stopped, died, or called "
@@ -99,7 +119,7 @@ void NcclEngine::time_end() {
 double NcclEngine::take_time() {
   if (taken_ == timed_) throw Error(ErrorCode::Internal, "NcclEngine: no timed call to take");
   const int i = taken_ % kTimers;
-  wait_event(ends_[i], timeout_s_, "a timed call (auto's measurement)");
+  wait_event(ends_[i], timeout_s_, deadline_after(timeout_s_), "a timed call (auto's measurement)");
   float ms = 0;
   STRAGGLAR_CUDA_CHECK(cudaEventElapsedTime(&ms, starts_[i], ends_[i]));
   ++taken_;
@@ -129,7 +149,7 @@ void NcclEngine::exchange_begin(std::span<std::int64_t> values, double timeout_s
 }
 
 void NcclEngine::exchange_end(std::span<std::int64_t> values, double timeout_s) {
-  wait_event(exchanged_, timeout_s, "the ncclAllReduce of auto's exchange");
+  wait_event(exchanged_, timeout_s, deadline_after(timeout_s), "the ncclAllReduce of auto's exchange");
   exchange_pending_ = false;
   std::copy(xhost_, xhost_ + values.size(), values.begin());
 }
@@ -162,6 +182,7 @@ void NcclEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
     capacity_ = values.size();
   }
   const cudaStream_t stream = transport_.stream();
+  const Clock::time_point deadline = deadline_after(timeout_s);  // one for the whole agreement
   std::copy(values.begin(), values.end(), host_);
   pending_ = true;
   STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(dev_, host_, bytes, cudaMemcpyHostToDevice, stream));
@@ -169,7 +190,7 @@ void NcclEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
                     "ncclAllReduce (argument check)", timeout_s);
   STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(host_, dev_, bytes, cudaMemcpyDeviceToHost, stream));
   STRAGGLAR_CUDA_CHECK(cudaEventRecord(agreed_, stream));
-  wait_event(agreed_, timeout_s, "the ncclAllReduce of the argument check");
+  wait_event(agreed_, timeout_s, deadline, "the ncclAllReduce of the argument check");
   pending_ = false;
   std::copy(host_, host_ + values.size(), values.begin());
 }
@@ -181,11 +202,37 @@ void NcclEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_
 
 // ---- NcclSession ----------------------------------------------------------------------------------
 NcclSession::NcclSession(ncclComm_t comm, double timeout_s, const char* api, const char* after_failure)
-    : engine_(comm, device_of(comm), timeout_s), session_(engine_, api, after_failure) {}
+    : api_(api), engine_(comm, device_of(comm), timeout_s), session_(engine_, api, after_failure) {
+  session_.set_timeout(timeout_s);
+}
+
+NcclSession::~NcclSession() { engine_.prepare_release(); }
+
+void NcclSession::set_timeout(double timeout_s) {
+  session_.set_timeout(timeout_s);  // validates it
+  engine_.set_timeout(timeout_s);
+}
+
+namespace {
+// Graph capture cannot hold a call that waits on the host (the agreement, the polled timeouts):
+// refuse it up front, on every rank that captures, without breaking anything.
+void refuse_capture(cudaStream_t stream, const char* api) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(stream, &capture);
+  if (e == cudaSuccess && capture == cudaStreamCaptureStatusNone) return;
+  throw Error(ErrorCode::InvalidUsage,
+              std::string(api) + ": the stream is being captured into a CUDA graph (cudaStreamIsCapturing: " +
+                  (e != cudaSuccess ? cudaGetErrorName(e)
+                                    : capture == cudaStreamCaptureStatusActive ? "active" : "invalidated") +
+                  "); stragglar's calls wait on the host (argument agreement, timeouts) and cannot be captured: "
+                  "call it outside the capture (ncclAllReduce can be captured)");
+}
+}  // namespace
 
 void NcclSession::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                             cudaStream_t stream, const Options& opts, PhaseSelection phases) {
   DeviceGuard guard(engine_.device_id());
+  refuse_capture(stream, api_);
   try {
     check_async(engine_.comm());
   } catch (const Error& e) {
@@ -193,13 +240,10 @@ void NcclSession::allreduce(const void* sendbuf, void* recvbuf, std::size_t coun
   }
   engine_.begin_call(stream);
   try {
+    // Kernel launches are checked by their own status (kernels.cu), and a failure there breaks
+    // the session like any engine failure; no cudaGetLastError() here, which would also read
+    // errors left by the caller's own calls or by a not-ready poll.
     session_.allreduce(sendbuf, recvbuf, count, dtype, op, opts, phases);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {  // a failed kernel launch
-      const Error err(ErrorCode::SystemError, std::string("stragglarNcclAllReduce: ") + cudaGetErrorName(e) + " (" +
-                                                  cudaGetErrorString(e) + ")");
-      session_.mark_broken(err);
-      throw err;
-    }
   } catch (...) {
     engine_.end_call(stream);
     throw;

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 
@@ -46,6 +47,13 @@ class NcclEngine final : public Engine {
 
   ncclComm_t comm() const noexcept { return comm_; }
   int device_id() const noexcept { return device_id_; }
+  // Seconds a stream-ordered NCCL call (native, the transport's rounds) and auto's measurement
+  // may take; the torch backend sets its group's timeout here and on the Session.
+  void set_timeout(double timeout_s) noexcept;
+  // Before the Session frees its scratch (its destructor): frees then go on a stream of the
+  // engine's own that first waits for the end of the last call, never on the last caller's
+  // stream, which its owner may have destroyed since (cudaFreeAsync on it is undefined).
+  void prepare_release() noexcept;
   // Calls may come on different streams and share scratch: a new stream first waits for the
   // end of the previous call, recorded on that call's own stream when it ended (so a stream
   // the caller has destroyed since is never touched).
@@ -66,9 +74,15 @@ class NcclEngine final : public Engine {
   std::int64_t* dev_ = nullptr;
   std::size_t capacity_ = 0;
   bool pending_ = false;  // a timed-out agreement may still write host_/dev_
+  cudaStream_t own_stream_ = nullptr;  // prepare_release()'s
 
-  // Polls `event` until it completes, checking NCCL's asynchronous errors, within timeout_s.
-  void wait_event(cudaEvent_t event, double timeout_s, const char* what);
+  using Clock = std::chrono::steady_clock;
+  static Clock::time_point deadline_after(double seconds) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  }
+  // Polls `event` until it completes, checking NCCL's asynchronous errors, until `deadline`
+  // (Error(Timeout) naming timeout_s); every not-ready poll's last error is cleared.
+  void wait_event(cudaEvent_t event, double timeout_s, Clock::time_point deadline, const char* what);
   // auto: timing events of the calls not taken yet (a ring), the exchange's own buffers.
   static constexpr int kTimers = 8;
   cudaEvent_t starts_[kTimers] = {};
@@ -90,8 +104,18 @@ class NcclSession {
   // Queries the communicator's device; `api`, `after_failure`: as Session's.
   NcclSession(ncclComm_t comm, double timeout_s, const char* api = "stragglarNcclAllReduce",
               const char* after_failure = "free it and create a new one");
+  // Frees on a stream of the engine's own (NcclEngine::prepare_release). The caller makes the
+  // communicator's device current (DeviceGuard), as for every CUDA call here.
+  ~NcclSession();
+  NcclSession(const NcclSession&) = delete;
+  NcclSession& operator=(const NcclSession&) = delete;
+  // A call on a stream that is being captured into a CUDA graph fails with InvalidUsage before
+  // anything is enqueued and leaves the session usable: the argument agreement and the
+  // timeouts wait on the host, which a graph cannot replay.
   void allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                  cudaStream_t stream, const Options& opts, PhaseSelection phases = PhaseSelection::all);
+  // The timeout of the agreement, auto's exchange, and the engine's polling (torch: the group's).
+  void set_timeout(double timeout_s);
   Session& session() noexcept { return session_; }
   NcclEngine& engine() noexcept { return engine_; }
   // A broken session's GPU work may never finish and still write its memory: its owner must
@@ -99,6 +123,7 @@ class NcclSession {
   bool broken() const noexcept { return session_.broken(); }
 
  private:
+  const char* api_;
   NcclEngine engine_;
   Session session_;
 };

@@ -14,13 +14,16 @@ namespace stragglar {
 namespace cuda {
 void settle_nccl(ncclComm_t comm, ncclResult_t r, const char* call, double timeout_s) {
   const auto start = std::chrono::steady_clock::now();
-  while (r == ncclInProgress) {  // a non-blocking communicator still enqueueing
+  for (unsigned polls = 0; r == ncclInProgress; ++polls) {  // a non-blocking communicator still enqueueing
     if (const ncclResult_t q = ncclCommGetAsyncError(comm, &r); q != ncclSuccess) throw_nccl(q, "ncclCommGetAsyncError");
     if (r != ncclInProgress) break;
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
       throw Error(ErrorCode::Timeout, std::string(call) + " still in progress after " + std::to_string(timeout_s) +
                                           " s (STRAGGLAR_TIMEOUT_S) on a non-blocking communicator");
-    sched_yield();
+    // Enqueueing usually settles within microseconds; a communicator still connecting (the first
+    // call, NCCL_RUNTIME_CONNECT) may take seconds: spin briefly, then back off to 50 us.
+    if (polls < 64) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   if (r == ncclRemoteError)
     throw Error(ErrorCode::RemoteError, std::string(call) + " failed: a remote rank failed (ncclRemoteError: " +

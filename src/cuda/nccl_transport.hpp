@@ -18,8 +18,8 @@ class NcclTransport final : public Transport {
   void exchange(std::span<const Message> sends, std::span<const Message> recvs) override;
 
   void set_stream(cudaStream_t stream) noexcept { stream_ = stream; }
+  void set_timeout(double timeout_s) noexcept { timeout_s_ = timeout_s; }
   cudaStream_t stream() const noexcept { return stream_; }
-  ncclComm_t comm() const noexcept { return comm_; }
 
  private:
   ncclComm_t comm_;

@@ -2,103 +2,36 @@
 // so GCC/Clang vectorise them).
 #include "runtime/cpu_device.hpp"
 
-#include <bit>
 #include <cstdint>
 #include <cstdlib>
-#include <limits>
-#include <type_traits>
 #include <cstring>
 #include <new>
 #include <string>
 
 #include "stragglar/error.hpp"
-#include "runtime/float16.hpp"
+#include "runtime/numeric_rule.hpp"
 
 namespace stragglar {
 namespace {
 
 constexpr std::size_t kAlign = 64;
 
-// Integer sum/prod in unsigned arithmetic: wraps like two's complement without signed
-// overflow (undefined behaviour in C++).
-template <typename T>
-struct Arith {
-  using Wide = T;
-};
-template <>
-struct Arith<std::int32_t> {
-  using Wide = std::uint32_t;
-};
-template <>
-struct Arith<std::int64_t> {
-  using Wide = std::uint64_t;
-};
+// The operators are the numeric rule shared with the CUDA kernels (runtime/numeric_rule.hpp,
+// docs/runtime.md "NaN and signed zero"): canonical NaN, IEEE 754-2019 minimum/maximum,
+// wrapping integer sum/prod.
+using numeric::Max;
+using numeric::Min;
+using numeric::Prod;
+using numeric::Sum;
 
-// One rule for every dtype, algorithm and engine (docs/runtime.md "NaN and signed zero"), so
-// that every rank ends with identical bits whatever order it combined operands in: a NaN
-// result is always the canonical quiet NaN (positive, zero payload), and min/max are IEEE
-// 754-2019 minimum/maximum (NaN propagates; -0 < +0). The kernels in src/cuda/kernels.cu
-// implement the same rule. Integers: sum/prod wrap around (two's complement).
-template <typename T>
-T canonical_nan(T r) {
-  if constexpr (std::is_floating_point_v<T>) return r == r ? r : std::numeric_limits<T>::quiet_NaN();
-  return r;
-}
-
-template <typename T>
-struct Sum {
-  static T apply(T a, T b) {
-    using W = typename Arith<T>::Wide;
-    if constexpr (std::is_floating_point_v<T>) return canonical_nan<T>(a + b);
-    return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
-  }
-};
-template <typename T>
-struct Prod {
-  static T apply(T a, T b) {
-    using W = typename Arith<T>::Wide;
-    if constexpr (std::is_floating_point_v<T>) return canonical_nan<T>(a * b);
-    return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
-  }
-};
-// Equal operands that are not identical are +0 and -0: their bits' AND is +0 (max), OR is
-// -0 (min); for identical operands both give the operand back.
-template <typename T>
-T signed_zero_merge(T a, T b, bool take_or) {
-  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  const U x = std::bit_cast<U>(a), y = std::bit_cast<U>(b);
-  return std::bit_cast<T>(take_or ? (x | y) : (x & y));
-}
-template <typename T>
-struct Min {
-  static T apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
-      return a == b ? signed_zero_merge(a, b, true) : (b < a ? b : a);
-    }
-    return b < a ? b : a;
-  }
-};
-template <typename T>
-struct Max {
-  static T apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
-      return a == b ? signed_zero_merge(a, b, false) : (a < b ? b : a);
-    }
-    return a < b ? b : a;
-  }
-};
-
-template <typename T, template <typename> class Op>
+template <typename T, class Op>
 void loop(T* __restrict dst, const T* __restrict src, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = Op<T>::apply(dst[i], src[i]);
+  for (std::size_t i = 0; i < n; ++i) dst[i] = Op::apply(dst[i], src[i]);
 }
 
 // fp16/bf16: widen a block to float, reduce, round back. Blocks keep the float loop
 // vectorisable and the temporaries in L1.
-template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float),
-          template <typename> class Op>
+template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float), class Op>
 void loop16(std::uint16_t* __restrict dst, const std::uint16_t* __restrict src, std::size_t n) {
   constexpr std::size_t kBlock = 512;
   alignas(kAlign) float a[kBlock];
@@ -107,7 +40,7 @@ void loop16(std::uint16_t* __restrict dst, const std::uint16_t* __restrict src, 
     const std::size_t m = n - base < kBlock ? n - base : kBlock;
     for (std::size_t i = 0; i < m; ++i) a[i] = ToFloat(dst[base + i]);
     for (std::size_t i = 0; i < m; ++i) b[i] = ToFloat(src[base + i]);
-    for (std::size_t i = 0; i < m; ++i) a[i] = Op<float>::apply(a[i], b[i]);
+    for (std::size_t i = 0; i < m; ++i) a[i] = Op::apply(a[i], b[i]);
     for (std::size_t i = 0; i < m; ++i) dst[base + i] = FromFloat(a[i]);
   }
 }
@@ -145,15 +78,13 @@ void reduce_16(void* dst, const void* src, std::size_t n, ReduceOp op) {
 template <typename T>
 void divide(void* buf, std::size_t n, int nranks) {
   T* __restrict b = static_cast<T*>(buf);
-  const T d = static_cast<T>(nranks);
-  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<T>(b[i] / d);
+  for (std::size_t i = 0; i < n; ++i) b[i] = numeric::divide(b[i], nranks);
 }
 
 template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
 void divide16(void* buf, std::size_t n, int nranks) {
   auto* __restrict b = static_cast<std::uint16_t*>(buf);
-  const float d = static_cast<float>(nranks);
-  for (std::size_t i = 0; i < n; ++i) b[i] = FromFloat(ToFloat(b[i]) / d);
+  for (std::size_t i = 0; i < n; ++i) b[i] = FromFloat(numeric::divide(ToFloat(b[i]), nranks));
 }
 
 }  // namespace

@@ -40,6 +40,9 @@ class CudaAllreduceWork final : public c10d::Work {
     // so whoever uses its value waits for the GPU, not the host (as ProcessGroupNCCL does).
     c10::cuda::CUDAStreamGuard guard(stream);
     future_->markCompleted(c10::IValue(std::vector<at::Tensor>{tensor_}));
+    // The host's part is done (as the future says): end the profiler range c10d::Work opened
+    // for "stragglar:all_reduce". The GPU's part is what isCompleted()/wait() report.
+    finish();
   }
 
   bool isCompleted() override { return end_.query(); }
@@ -157,7 +160,8 @@ CudaAllreduce::~CudaAllreduce() {
 at::Device CudaAllreduce::device() const noexcept { return impl_->device; }
 
 c10::intrusive_ptr<c10d::Work> CudaAllreduce::run(const at::Tensor& tensor, DataType dtype, ReduceOp op,
-                                                  const Options& options, std::uint64_t sequence) {
+                                                  const Options& options, std::uint64_t sequence,
+                                                  std::chrono::milliseconds timeout) {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
   TORCH_CHECK(!s.aborted, "stragglar.torch all_reduce (CUDA): the process group was aborted");
@@ -166,6 +170,25 @@ c10::intrusive_ptr<c10d::Work> CudaAllreduce::run(const at::Tensor& tensor, Data
               " (one device per rank; set torch.cuda.set_device before the first all_reduce)");
   c10::cuda::CUDAGuard guard(s.device.index());
   const c10::cuda::CUDAStream stream = *s.stream;
+  // Graph capture (torch.cuda.graph): refused before the backend stream joins the capture (an
+  // event wait would make it part of the graph), so the capture and the group stay usable.
+  {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    const cudaError_t e =
+        cudaStreamIsCapturing(c10::cuda::getCurrentCUDAStream(s.device.index()).stream(), &capture);
+    TORCH_CHECK(e == cudaSuccess && capture == cudaStreamCaptureStatusNone,
+                "stragglar.torch all_reduce (CUDA): the current stream is being captured into a CUDA graph "
+                "(cudaStreamIsCapturing: ", e != cudaSuccess ? cudaGetErrorName(e) : "capturing",
+                "); stragglar's calls wait on the host (argument agreement, timeouts) and cannot be captured: "
+                "run this all_reduce outside the capture, or capture with the nccl backend");
+  }
+  // The group's timeout (init_process_group(timeout=...), setTimeout, AllreduceOptions.timeout)
+  // bounds the agreement and every poll, not STRAGGLAR_TIMEOUT_S.
+  const double timeout_s = static_cast<double>(timeout.count()) / 1000.0;
+  if (timeout_s != s.timeout_s) {
+    s.session->set_timeout(timeout_s);
+    s.timeout_s = timeout_s;
+  }
 
   // The backend stream starts when the caller's work on the tensor is done.
   c10::cuda::CUDAEvent ready;

@@ -37,8 +37,10 @@ class CudaAllreduce {
   CudaAllreduce& operator=(const CudaAllreduce&) = delete;
 
   // tensor ⊕= over ranks, stream-ordered after the caller's current stream; returns at once.
+  // `timeout`: this call's (the group's, or AllreduceOptions.timeout), for the agreement and polls.
+  // A stream being captured into a CUDA graph is refused (c10::Error) before anything is enqueued.
   c10::intrusive_ptr<c10d::Work> run(const at::Tensor& tensor, DataType dtype, ReduceOp op, const Options& options,
-                                     std::uint64_t sequence);
+                                     std::uint64_t sequence, std::chrono::milliseconds timeout);
   at::Device device() const noexcept;
   GroupReport report();
   // ncclCommAbort: pending and later calls fail; the communicator is leaked.

@@ -202,7 +202,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStragglar::allreduce(std::vector<at::
   const std::uint64_t sequence = ++sequence_;
   if (tensor.is_cpu()) return cpu().enqueue(tensor, *dtype, *op, options_.core, op_timeout(opts.timeout), sequence);
 #if STRAGGLAR_TORCH_CUDA
-  return cuda(tensor).run(tensor, *dtype, *op, options_.core, sequence);
+  return cuda(tensor).run(tensor, *dtype, *op, options_.core, sequence, op_timeout(opts.timeout));
 #else
   TORCH_CHECK(false, "unreachable: CUDA tensor without the CUDA engine");
 #endif

@@ -1,6 +1,7 @@
 // CudaDevice (reduce kernels, finish_average, copy) against a host reference, one process.
 // Every dtype × op, counts around the vector width, and every pair of element offsets of dst
-// and src inside a 16-byte line (vector path, peeled head, misaligned scalar path).
+// and src inside a 16-byte line (vector path, peeled head, misaligned scalar path); raw bit
+// patterns (NaN payloads, ±0, ±inf, subnormals) give the CPU device's bits (one numeric rule).
 // No GPU: GTEST_SKIP with "no CUDA device: skipped"; any other CUDA error fails. Inputs and
 // results move with cudaMemcpyAsync on the device's non-blocking stream.
 #include <cuda_runtime_api.h>
@@ -15,6 +16,7 @@
 
 #include "cuda_device.hpp"
 #include "cuda_presence.hpp"
+#include "runtime/cpu_device.hpp"
 #include "runtime/element.hpp"
 
 using namespace stragglar;
@@ -53,13 +55,14 @@ TEST_P(CudaDeviceTest, ReduceMatchesHostAtEveryAlignment) {
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   CudaDevice dev(s);
-  const std::size_t max_count = 4099, pad = 16;
-  auto* dbuf = static_cast<std::byte*>(dev.allocate((max_count + pad) * es));
-  auto* sbuf = static_cast<std::byte*>(dev.allocate((max_count + pad) * es));
+  const std::size_t max_count = 4099, pad = 16;  // bytes of offset room
+  auto* dbuf = static_cast<std::byte*>(dev.allocate(max_count * es + pad));
+  auto* sbuf = static_cast<std::byte*>(dev.allocate(max_count * es + pad));
   std::mt19937 rng(7);
   for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{8}, std::size_t{17}, std::size_t{4099}}) {
-    for (std::size_t doff = 0; doff < 4; ++doff) {
-      for (std::size_t soff = 0; soff < 4; ++soff) {
+    // Every pair of element offsets inside a 16-byte line: 16/es × 16/es pairs.
+    for (std::size_t doff = 0; doff < pad / es; ++doff) {
+      for (std::size_t soff = 0; soff < pad / es; ++soff) {
         std::vector<std::byte> a(count * es), b(count * es), want(count * es), got(count * es);
         for (std::size_t i = 0; i < count; ++i) {
           // Small integers (exact in every dtype) for prod; signed values otherwise.
@@ -96,6 +99,61 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<CudaDeviceTest::ParamType>& p) {
       return std::string(to_string(std::get<0>(p.param))) + "_" + to_string(std::get<1>(p.param));
     });
+
+// The numeric rule (runtime/numeric_rule.hpp) on the GPU is the CPU device's, bit for bit: raw
+// bit patterns — every NaN payload and sign, ±0, ±inf, subnormals, integers at their limits —
+// through every op, and the avg division, compared with cpu_reduce / cpu_finish_average.
+TEST(CudaDevice, SpecialValuesGiveTheCpuDevicesBits) {
+  SKIP_WITHOUT_GPU();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  CudaDevice dev(s);
+  std::mt19937_64 rng(11);
+  for (DataType t : {DataType::float32, DataType::float64, DataType::float16, DataType::bfloat16, DataType::int32,
+                     DataType::int64}) {
+    const std::size_t es = size_of(t), count = 4096, bytes = count * es;
+    // Half the elements random bits; the other half drawn from a list of special values.
+    std::vector<std::byte> a(bytes), b(bytes);
+    const std::vector<double> special = {std::nan(""), -std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0,
+                                         1e-40, -1e-310, 65504.0, 3.0e38};
+    for (std::size_t i = 0; i < count; ++i) {
+      for (std::vector<std::byte>* v : {&a, &b}) {
+        if (rng() % 2) {
+          const std::uint64_t r = rng();
+          std::memcpy(v->data() + i * es, &r, es);
+        } else {
+          store(*v, i, t, special[rng() % special.size()]);
+        }
+      }
+    }
+    void* d = dev.allocate(bytes);
+    void* src = dev.allocate(bytes);
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg}) {
+      std::vector<std::byte> want = a, got(bytes);
+      cpu_reduce(want.data(), b.data(), count, t, op);
+      if (op == ReduceOp::avg) cpu_finish_average(want.data(), count, t, 3);
+      ASSERT_EQ(cudaMemcpyAsync(d, a.data(), bytes, cudaMemcpyHostToDevice, s), cudaSuccess);
+      ASSERT_EQ(cudaMemcpyAsync(src, b.data(), bytes, cudaMemcpyHostToDevice, s), cudaSuccess);
+      dev.reduce(d, src, count, t, op);
+      if (op == ReduceOp::avg) dev.finish_average(d, count, t, 3);
+      ASSERT_EQ(cudaMemcpyAsync(got.data(), d, bytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      for (std::size_t i = 0; i < count; ++i) {
+        std::uint64_t g = 0, w = 0, x = 0, y = 0;
+        std::memcpy(&g, got.data() + i * es, es);
+        std::memcpy(&w, want.data() + i * es, es);
+        std::memcpy(&x, a.data() + i * es, es);
+        std::memcpy(&y, b.data() + i * es, es);
+        ASSERT_EQ(g, w) << to_string(t) << " " << to_string(op) << " element " << i << std::hex << ": 0x" << x
+                        << " op 0x" << y << " gave 0x" << g << " on the GPU, 0x" << w << " on the CPU";
+      }
+    }
+    dev.deallocate(d);
+    dev.deallocate(src);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  cudaStreamDestroy(s);
+}
 
 TEST(CudaDevice, FinishAverageDividesLikeNccl) {
   SKIP_WITHOUT_GPU();
