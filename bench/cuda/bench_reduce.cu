@@ -6,7 +6,8 @@
 // bytes reads N and writes N (2N), the reduce reads dst and src and writes dst (3N). "ratio"
 // = reduce GB/s / copy GB/s (goal >= 0.90 for fp32 and bf16 sum). The "+1 elem" rows offset
 // src by one element: dst and src then differ in alignment and the scalar path runs.
-// No GPU: prints "no CUDA device: skipped" and exits 0.
+// No GPU (tests/gpu/cuda_presence.hpp): prints "no CUDA device: skipped" and exits 77; any other
+// CUDA error (a driver too old, no kernel image for this GPU) is a failure: exit 1.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../../tests/gpu/cuda_presence.hpp"
 #include "cuda_check.hpp"
 #include "kernels.hpp"
 
@@ -59,10 +61,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::printf("no CUDA device: skipped\n");
-    return 0;
+  const gpu_test::CudaPresence gpu = gpu_test::cuda_presence();
+  if (gpu.kind == gpu_test::CudaPresence::absent) {
+    std::printf("no CUDA device: skipped (%s)\n", gpu.detail.c_str());
+    return 77;
+  }
+  if (gpu.kind != gpu_test::CudaPresence::present) {
+    std::fprintf(stderr, "bench_reduce_kernels: %s\n", gpu.detail.c_str());
+    return 1;
   }
   try {
     cudaDeviceProp prop{};

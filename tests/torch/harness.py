@@ -66,7 +66,7 @@ def _entry(cases, rank, nranks, backend, init_method, env, timeout_s, results):
 def run_ranks(cases, nranks: int, store: str = "file", backend: str = "stragglar", timeout_s: float = 60,
               deadline_s: float = 300, may_die=(), env=None) -> dict:
     """Runs `cases` — a list of (name, kwargs) of rank_cases functions, in order — in every rank of
-    one job (`env`: more environment for every rank). Returns {case: {rank: value}}; raises
+    one job (`env`: more environment for every rank, "{rank}" in a value replaced by the rank). Returns {case: {rank: value}}; raises
     AssertionError naming the first case that failed on some rank, with that rank's traceback."""
     assert store in STORES, store
     ctx = multiprocessing.get_context("spawn")
@@ -75,7 +75,8 @@ def run_ranks(cases, nranks: int, store: str = "file", backend: str = "stragglar
         port = free_port()
         procs = []
         for rank in range(nranks):
-            rank_env = {"OMP_NUM_THREADS": "1", **(env or {})}
+            # "{rank}" in a value becomes the rank (e.g. NCCL_HOSTID per rank: ranks sharing a GPU).
+            rank_env = {"OMP_NUM_THREADS": "1", **{k: v.replace("{rank}", str(rank)) for k, v in (env or {}).items()}}
             if store == "file":
                 init = f"file://{os.path.join(tmp, 'store')}"
             elif store == "tcp":

@@ -371,9 +371,10 @@ def ddp_training(rank, nranks, steps=6):
 
 
 def cuda_allreduce(rank, nranks):
-    """CUDA tensors: every dtype x op exact, any tensor, async on the caller's stream, delegation."""
-    torch.cuda.set_device(rank)
-    dev = torch.device("cuda", rank)
+    """CUDA tensors: every dtype x op exact, any tensor, async on the caller's stream, delegation.
+    Ranks may share a GPU (rank % device_count; the test gives each its own NCCL_HOSTID)."""
+    torch.cuda.set_device(rank % torch.cuda.device_count())
+    dev = torch.device("cuda", rank % torch.cuda.device_count())
     for dtype in DTYPES:
         for op in OPS:
             for count in (1, 7, 1000, 65537):
@@ -411,13 +412,14 @@ def cuda_ddp(rank, nranks, steps=6):
     """DDP on CUDA: 'stragglar' vs NCCL, and NCCL DDP with the comm hook."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    torch.cuda.set_device(rank)
+    device = rank % torch.cuda.device_count()  # ranks may share a GPU (see cuda_allreduce)
+    torch.cuda.set_device(device)
     nccl = dist.new_group(backend="nccl")
     hook_group = st.new_group()
 
     def train(group, hook=None):
         model = _model(rank).cuda()
-        ddp = DDP(model, device_ids=[rank], process_group=group, bucket_cap_mb=0.002)
+        ddp = DDP(model, device_ids=[device], process_group=group, bucket_cap_mb=0.002)
         if hook is not None:
             ddp.register_comm_hook(hook, st.allreduce_hook)
         opt = torch.optim.SGD(ddp.parameters(), lr=0.05)

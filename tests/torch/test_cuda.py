@@ -1,5 +1,7 @@
 """CUDA tensors through the core's NCCL engine. Skipped, with the reason, where there is no GPU or
-this build has no CUDA engine; the NCCL check runs wherever the engine is built."""
+this build has no CUDA engine; the NCCL check runs wherever the engine is built. Two ranks run on
+one GPU too (each its own NCCL_HOSTID, sockets over loopback). scripts/gpu-check.sh runs these
+(under pytest, or tests/gpu/run_torch_cuda_tests.py where the machine has no pytest)."""
 import pytest
 import torch
 
@@ -11,9 +13,15 @@ needs_engine = pytest.mark.skipif(not st._C.cuda_built(),
                                   reason="this build of stragglar.torch has no CUDA engine (nvcc/NCCL not found "
                                          "when it was built): CUDA tensors go to the inner NCCL backend")
 needs_a_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (torch.cuda.is_available() is False)")
-needs_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2,
-                                    reason=f"needs 2 GPUs (one per rank), this machine has "
-                                           f"{torch.cuda.device_count()}")
+
+
+def rank_env(nranks):
+    """More ranks than GPUs: every rank its own NCCL "host" and sockets over loopback, or NCCL
+    refuses two ranks on one GPU (shared/DEVICE.md "Many NCCL ranks on one GPU")."""
+    if torch.cuda.device_count() >= nranks:
+        return {}
+    return {"NCCL_HOSTID": "stragglar-torch-rank{rank}", "NCCL_NET": "Socket", "NCCL_P2P_DISABLE": "1",
+            "NCCL_SHM_DISABLE": "1", "NCCL_SOCKET_IFNAME": "lo"}
 
 
 @needs_engine
@@ -28,15 +36,15 @@ def test_one_nccl_torchs():
 
 
 @needs_engine
-@needs_two_gpus
+@needs_a_gpu
 def test_cuda_allreduce_exact_2_ranks():
-    run_ranks([("cuda_allreduce", {})], nranks=2, store="tcp")
+    run_ranks([("cuda_allreduce", {})], nranks=2, store="tcp", env=rank_env(2))
 
 
 @needs_engine
-@needs_two_gpus
+@needs_a_gpu
 def test_cuda_ddp_2_ranks():
-    run_ranks([("cuda_ddp", {})], nranks=2, store="file")
+    run_ranks([("cuda_ddp", {})], nranks=2, store="file", env=rank_env(2))
 
 
 @needs_engine
@@ -68,5 +76,14 @@ def test_cuda_one_rank_in_process(tmp_path):
         assert torch.equal(fut.wait()[0].cpu(), torch.ones(1000))
         report = st.straggler_report(device="cuda")
         assert report["ran"] and report["device"].startswith("cuda"), report
+        # CUDA graph capture is refused before the backend stream joins it: the capture still
+        # ends, and the group still works.
+        x = torch.ones(16, device="cuda")
+        graph = torch.cuda.CUDAGraph()
+        with pytest.raises(RuntimeError, match="CUDA graph"):
+            with torch.cuda.graph(graph):
+                dist.all_reduce(x)
+        dist.all_reduce(x)
+        assert torch.equal(x.cpu(), torch.ones(16))
     finally:
         dist.destroy_process_group()

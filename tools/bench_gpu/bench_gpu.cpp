@@ -185,8 +185,10 @@ int main(int argc, char** argv) {
         if (rank == 0) std::fprintf(stderr, "%s: %s\n", kTool.name, e.what());  // a flag value, on every rank
         rc = 2;
       }
+      // Released while the backend's stream still exists (the session's last call ran on it;
+      // the engine frees on a stream of its own either way).
+      nccl_comm_release(comm);
     }
-    nccl_comm_release(comm);
     STRAGGLAR_NCCL_CHECK(ncclCommDestroy(comm));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[rank %d] %s: %s\n", rank, kTool.name, e.what());
