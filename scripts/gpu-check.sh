@@ -1,62 +1,72 @@
 #!/usr/bin/env bash
-# The whole GPU check in one command, build-free (shared/DEVICE.md "Build here, run there").
+# The whole GPU check in one device call (shared/DEVICE.md; docs/gpu.md "First run").
 #
-#   scripts/gpu-check.sh [BUILD_DIR]        (default ./build; logs under ${OUT:-./gpu-check-out})
+#   scripts/gpu-bundle.sh build-bundle          # here: build what the check runs (≈ 20 MiB)
+#   bash scripts/gpu-check.sh build-bundle      # there, in the repository root (logs: ${OUT:-./gpu-check-out})
 #
-# On a machine with one GPU (or more), in this order, within BUDGET_S seconds in all (default
-# 540: one 10-minute device call with room to spare):
-#   1. test_cuda_device         reduce kernels × every dtype/op/alignment, bit-exact (GoogleTest:
-#                               must say "[  PASSED  ] N tests" and skip nothing)
-#   2. test_nccl_allreduce      at n = 2, then 4, then 8 NCCL ranks sharing the GPU (NCCL_HOSTID
-#                               per rank, sockets over loopback; the test cuts its matrix for
-#                               n >= 4): every algorithm of the table must have run at every n
-#                               (the test's "algorithms run: ... (K of K in the table)" line) and
-#                               the run must say PASSED
-#   3. test_nccl_allreduce timeout   the first-call agreement's timeout at n = 2
-#                               (STRAGGLAR_TIMEOUT_S=3, its own process: it aborts a communicator)
-#   4. bench_reduce_kernels     reduce kernel GB/s vs cudaMemcpyAsync D2D
-#   5. stragglar-bench-gpu      StragglAR vs ring (our executor) vs ncclAllReduce vs auto at 8
-#                               ranks, 64 MiB fp32, straggler 7, delay ${DELAY_MS:-1500} ms
-# and prints a short table last, naming the transport. Exit status 0 only if every step passed
-# and n = 2, 4, 8 all ran; 77 if there is no GPU.
-# Knobs: NRANKS_LIST="2 4 8" (anything without all three fails the check), BENCH_RANKS=8,
-# BENCH_BYTES=64M, DELAY_MS, BENCH_ITERS=5, BENCH_ALGOS, REQUIRED_ALGOS, BUDGET_S.
+# DIR is a bundle (DIR/bin/...) or a build folder with the four programs at its top. Steps, each
+# under its own time limit and all within BUDGET_S (default 480 s: the check must fit 8 minutes):
+#   0. the PyTorch module, built in the background from DIR/torch against the device's own torch
+#      and Python (tests/gpu/torch_module) while steps 1-3 run
+#   1. test_cuda_device      reduce kernels: every dtype × op × offset pair, raw special bits
+#                            against the CPU device (GoogleTest: all PASSED, nothing skipped)
+#   2. test_nccl_allreduce   at n = 2, 4, 8 NCCL ranks sharing the GPU (NCCL_HOSTID per rank,
+#                            sockets over loopback): every algorithm of the table must have run
+#   3. the first-call timeout at n = 2 (STRAGGLAR_TIMEOUT_S=3): fires within [0.9, 2] × 3 s
+#   4. torch CUDA tests      tests/torch/test_cuda.py (1-GPU in-process, 2 ranks on the one GPU:
+#                            all_reduce of every dtype × op, a DDP step): none may skip
+#   5. bench_reduce_kernels  reduce kernel GB/s vs a D2D copy
+#   6. stragglar-bench-gpu   StragglAR vs ring vs ncclAllReduce vs auto, 8 ranks, straggler delayed
+# Prints the bench's table, then the table of steps last. Exit 0 only if every step ran and
+# passed; 77 if there is no GPU; 2 if DIR lacks the programs.
+# Knobs: BUDGET_S, NRANKS_LIST="2 4 8" (anything without all three fails), BENCH_RANKS=8,
+# BENCH_BYTES=32M, DELAY_MS=800, BENCH_ITERS=5, BENCH_ALGOS, REQUIRED_ALGOS, PYTHON=python3,
+# TORCH_BUILD (default DIR/torch/build), SKIP_TORCH=1 (then the check cannot pass).
 set -u
-BUILD=${1:-./build}
+DIR=${1:-./build}
 OUT=${OUT:-./gpu-check-out}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NRANKS_LIST=${NRANKS_LIST:-"2 4 8"}
 REQUIRED_ALGOS=${REQUIRED_ALGOS:-"stragglar ring rhd allpairs broadcast native auto"}
 BENCH_RANKS=${BENCH_RANKS:-8}
-BENCH_BYTES=${BENCH_BYTES:-64M}
+BENCH_BYTES=${BENCH_BYTES:-32M}
 BENCH_ALGOS=${BENCH_ALGOS:-stragglar,ring,native,auto}
-# Over loopback sockets (~0.25 GB/s per rank) StragglAR's ReduceScatter of 64 MiB among 7 ranks
-# takes a few hundred ms; the delay must exceed it for the ideal overlap.
-DELAY_MS=${DELAY_MS:-1500}
+# Over loopback sockets (~0.25 GB/s per rank) StragglAR's ReduceScatter of 32 MiB among 7 ranks
+# takes ~150 ms; the delay must exceed it for the ideal overlap.
+DELAY_MS=${DELAY_MS:-800}
 BENCH_ITERS=${BENCH_ITERS:-5}
-BUDGET_S=${BUDGET_S:-540}
+BUDGET_S=${BUDGET_S:-480}
+PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
 status=0
 START=$SECONDS
+ROWS=()  # the table of steps: "step|result|seconds|detail"
 
 say() { echo "$*" | tee -a "$SUMMARY"; }
-fail() { say "FAIL: $*"; status=1; }
+row() {  # step result seconds detail; a result other than PASS fails the check
+  ROWS+=("$1|$2|$3|$4")
+  say "$1: $2 ($3 s) $4"
+  [ "$2" = PASS ] || status=1
+}
 # The time a step may take: its own limit, capped by what is left of the budget.
 limit() {
   local left=$((BUDGET_S - (SECONDS - START) - 5))
   [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
 }
-# Runs a step under `timeout`; a step that finds no budget left is not run.
+# Runs a step under `timeout`; a step that finds no budget left is not run (rc 124).
 step() {
   local secs=$1; shift
   if [ "$secs" -le 5 ]; then echo "out of time (BUDGET_S=$BUDGET_S)"; return 124; fi
   timeout --kill-after=10 "$secs" "$@"
 }
 
+if [ -x "$DIR/bin/test_cuda_device" ]; then BIN=$(cd "$DIR/bin" && pwd); else BIN=$(cd "$DIR" 2>/dev/null && pwd); fi
 for bin in test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar-bench-gpu; do
-  if [ ! -x "$BUILD/$bin" ]; then
-    echo "gpu-check: $BUILD/$bin not found: build with -DSTRAGGLAR_CUDA=ON first (cmake --build $BUILD)" >&2
+  if [ -z "$BIN" ] || [ ! -x "$BIN/$bin" ]; then
+    echo "gpu-check: $DIR/bin/$bin (or $DIR/$bin) not found: make a bundle first (scripts/gpu-bundle.sh $DIR)" >&2
     exit 2
   fi
 done
@@ -67,80 +77,131 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none
 # shared/DEVICE.md: every rank its own NCCL_HOSTID (the programs also set it when ranks > GPUs).
 per_rank() { printf 'NCCL_HOSTID=gpucheck$OMPI_COMM_WORLD_RANK exec %s' "$*"; }
 
-{ nvidia-smi -L 2>&1 || echo "nvidia-smi not available"; } | tee "$OUT/gpus.txt"
-say "gpu-check: build $BUILD, logs in $OUT, $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET_S} s"
+{ command -v nvidia-smi >/dev/null && nvidia-smi -L 2>&1 || echo "nvidia-smi not available"; } >"$OUT/gpus.txt"
+say "gpu-check: $DIR ($(head -2 "$DIR/MANIFEST.txt" 2>/dev/null | tail -1)), logs in $OUT, $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET_S} s"
+say "GPU: $(head -1 "$OUT/gpus.txt")"
 
-# 1. kernels
+# 1. kernels (first: it says whether there is a GPU at all)
 log="$OUT/test_cuda_device.log"
-step "$(limit 120)" "$BUILD/test_cuda_device" >"$log" 2>&1
+t0=$SECONDS
+step "$(limit 90)" "$BIN/test_cuda_device" >"$log" 2>&1
 rc=$?
 if grep -q "no CUDA device: skipped" "$log"; then
   say "no CUDA device: the check needs a GPU ($(grep -m1 'no CUDA device' "$log"))"
   exit 77
 fi
+
+# 0. the torch module, in the background from here on (the device has 16 cores).
+TORCH_BUILD=${TORCH_BUILD:-$DIR/torch/build}
+torch_pid=""
+if [ "${SKIP_TORCH:-0}" = 1 ]; then
+  :
+elif [ -f "$DIR/torch/lib/libstragglar_nccl.a" ]; then
+  gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+  ( t=$SECONDS
+    timeout 300 cmake -S "$ROOT/tests/gpu/torch_module" -B "$TORCH_BUILD" "${gen[@]}" \
+        -DSTRAGGLAR_PREBUILT="$(cd "$DIR/torch" && pwd)" -DSTRAGGLAR_PYTHON="$(command -v "$PYTHON")" &&
+      timeout 300 cmake --build "$TORCH_BUILD" -j "$(nproc)"
+    rc=$?; echo "torch module build: rc=$rc, $((SECONDS - t)) s"; exit $rc ) >"$OUT/torch_module_build.log" 2>&1 &
+  torch_pid=$!
+fi
+
 passed=$(grep -E '^\[  PASSED  \] [0-9]+ tests?' "$log" | tail -1)
 skipped=$(grep -E '^\[  SKIPPED \] [0-9]+ tests?' "$log" | tail -1)
 if [ $rc -eq 0 ] && [ -n "$passed" ] && [ -z "$skipped" ]; then
-  say "test_cuda_device: $passed ($((SECONDS - START)) s)"
+  row "kernels bit-exact (test_cuda_device)" PASS $((SECONDS - t0)) "${passed#*] }"
 else
-  fail "test_cuda_device: rc=$rc, '${passed:-no PASSED line}'${skipped:+, $skipped} (see $log)"
+  row "kernels bit-exact (test_cuda_device)" FAIL $((SECONDS - t0)) "rc=$rc, '${passed:-no PASSED line}'${skipped:+, $skipped} (see $log)"
 fi
 
 # 2. the NCCL front-end at n ranks on the one GPU, smallest n first
 for need in 2 4 8; do
-  case " $NRANKS_LIST " in *" $need "*) ;; *) fail "NRANKS_LIST='$NRANKS_LIST' leaves out n = $need";; esac
+  case " $NRANKS_LIST " in *" $need "*) ;; *) row "NCCL n=$need" FAIL 0 "NRANKS_LIST='$NRANKS_LIST' leaves it out";; esac
 done
 for n in $NRANKS_LIST; do
   log="$OUT/test_nccl_allreduce_n$n.log"
   t0=$SECONDS
-  step "$(limit 240)" "${MPIRUN[@]}" -np "$n" sh -c "$(per_rank "$BUILD/test_nccl_allreduce" all)" >"$log" 2>&1
+  case $n in 2) lim=90;; 4) lim=100;; *) lim=130;; esac
+  step "$(limit $lim)" "${MPIRUN[@]}" -np "$n" sh -c "$(per_rank "$BIN/test_nccl_allreduce" all)" >"$log" 2>&1
   rc=$?
   ran=$(grep -E "^test_nccl_allreduce n=$n: algorithms run:" "$log" | tail -1)
   verdict=$(grep -E "^test_nccl_allreduce n=$n all: .*: PASSED$" "$log" | tail -1)
-  say "test_nccl_allreduce n=$n: rc=$rc, $((SECONDS - t0)) s: ${ran#*: }"
-  [ $rc -eq 0 ] && [ -n "$verdict" ] || fail "test_nccl_allreduce n=$n did not pass (see $log)"
+  why=""
+  [ $rc -eq 0 ] && [ -n "$verdict" ] || why="did not pass: rc=$rc (see $log)"
   # Every algorithm of the table ran (K of K), and the table has every required algorithm.
   if [[ "$ran" =~ \(([0-9]+)\ of\ ([0-9]+)\ in\ the\ table\) ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]; then
     for a in $REQUIRED_ALGOS; do
-      case " ${ran#*algorithms run: } " in *" $a "*) ;; *) fail "test_nccl_allreduce n=$n: $a did not run";; esac
+      case " ${ran#*algorithms run: } " in *" $a "*) ;; *) why="$why; $a did not run";; esac
     done
   else
-    fail "test_nccl_allreduce n=$n: not every algorithm of the table ran (${ran:-no 'algorithms run' line})"
+    why="$why; not every algorithm of the table ran (${ran:-no 'algorithms run' line})"
+  fi
+  if [ -z "$why" ]; then
+    row "every algorithm exact, NCCL n=$n" PASS $((SECONDS - t0)) "$(echo "$verdict" | sed -E 's/^.*: ([0-9]+ checks).*/\1/'): ${ran#*algorithms run: }"
+  else
+    row "every algorithm exact, NCCL n=$n" FAIL $((SECONDS - t0)) "${why#; }"
   fi
 done
 
 # 3. the agreement's timeout (rank 0 never calls), its own process
 log="$OUT/test_nccl_timeout_n2.log"
 t0=$SECONDS
-step "$(limit 90)" "${MPIRUN[@]}" -x STRAGGLAR_TIMEOUT_S=3 -np 2 sh -c "$(per_rank "$BUILD/test_nccl_allreduce" timeout)" \
+step "$(limit 40)" "${MPIRUN[@]}" -x STRAGGLAR_TIMEOUT_S=3 -np 2 sh -c "$(per_rank "$BIN/test_nccl_allreduce" timeout)" \
   >"$log" 2>&1
 rc=$?
 verdict=$(grep -E '^test_nccl_allreduce n=2 timeout: .*: PASSED$' "$log" | tail -1)
-say "test_nccl_allreduce timeout n=2: rc=$rc, $((SECONDS - t0)) s"
-[ $rc -eq 0 ] && [ -n "$verdict" ] || fail "the timeout test did not pass (see $log)"
-
-# 4. reduce kernel vs copy
-log="$OUT/bench_reduce_kernels.log"
-if step "$(limit 60)" "$BUILD/bench_reduce_kernels" --json "$OUT/bench_reduce_kernels.json" >"$log" 2>&1; then
-  tee -a "$SUMMARY" <"$log"
+fired=$(grep -oE 'the first call failed after [0-9.]+ s' "$log" | head -1)
+if [ $rc -eq 0 ] && [ -n "$verdict" ]; then
+  row "first-call timeout (3 s), n=2" PASS $((SECONDS - t0)) "${fired:-fired}"
 else
-  fail "bench_reduce_kernels (see $log)"
+  row "first-call timeout (3 s), n=2" FAIL $((SECONDS - t0)) "rc=$rc ${fired} (see $log)"
 fi
 
-# 5. StragglAR vs ring vs ncclAllReduce vs auto under a straggler
+# 4. torch CUDA tests, with the module built in step 0
+log="$OUT/torch_cuda_tests.log"
+t0=$SECONDS
+if [ -z "$torch_pid" ]; then
+  row "torch CUDA (1 GPU; 2 ranks on it; DDP)" FAIL 0 "not run: $([ "${SKIP_TORCH:-0}" = 1 ] && echo SKIP_TORCH=1 || echo "$DIR/torch missing (no torch where the bundle was made)")"
+elif ! wait "$torch_pid"; then
+  row "torch CUDA (1 GPU; 2 ranks on it; DDP)" FAIL $((SECONDS - t0)) "the module did not build (see $OUT/torch_module_build.log)"
+else
+  PYTHONPATH="$TORCH_BUILD/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1 \
+    step "$(limit 150)" "$PYTHON" "$ROOT/tests/gpu/run_torch_cuda_tests.py" >"$log" 2>&1
+  rc=$?
+  verdict=$(grep -E '^torch CUDA tests: [0-9]+ of [0-9]+ passed' "$log" | tail -1)
+  built=$(grep -oE 'torch module build: .*' "$OUT/torch_module_build.log" | tail -1)
+  if [ $rc -eq 0 ]; then
+    row "torch CUDA (1 GPU; 2 ranks on it; DDP)" PASS $((SECONDS - t0)) "${verdict#torch CUDA tests: } (${built#torch module build: })"
+  else
+    row "torch CUDA (1 GPU; 2 ranks on it; DDP)" FAIL $((SECONDS - t0)) "rc=$rc, ${verdict:-no verdict} (see $log)"
+  fi
+fi
+
+# 5. reduce kernel vs copy
+log="$OUT/bench_reduce_kernels.log"
+t0=$SECONDS
+step "$(limit 60)" "$BIN/bench_reduce_kernels" --json "$OUT/bench_reduce_kernels.json" >"$log" 2>&1
+rc=$?
+worst=$(awk '$3 ~ /aligned/ && $1 ~ /float|bfloat16/ && $2 == "sum" {print $1 " " $6}' "$log" | sort -k2 -n | head -1)
+if [ $rc -eq 0 ] && grep -q '^float32 ' "$log"; then
+  row "reduce kernel vs D2D copy" PASS $((SECONDS - t0)) "lowest aligned sum ratio: ${worst:-?} (table in $log)"
+else
+  row "reduce kernel vs D2D copy" FAIL $((SECONDS - t0)) "rc=$rc (see $log)"
+fi
+
+# 6. StragglAR vs ring vs ncclAllReduce vs auto under a straggler
 log="$OUT/stragglar_bench_gpu.log"
 t0=$SECONDS
-step "$(limit 300)" "${MPIRUN[@]}" -np "$BENCH_RANKS" sh -c "$(per_rank "$BUILD/stragglar-bench-gpu" \
+step "$(limit 120)" "${MPIRUN[@]}" -np "$BENCH_RANKS" sh -c "$(per_rank "$BIN/stragglar-bench-gpu" \
   -b "$BENCH_BYTES" -e "$BENCH_BYTES" -d float -o sum --algo "$BENCH_ALGOS" \
   --straggler $((BENCH_RANKS - 1)) --delay "$DELAY_MS" -n "$BENCH_ITERS" -w 1 -c 1 --calibrate \
   --json "$OUT/stragglar_bench_gpu.json")" >"$log" 2>&1
 rc=$?
-say "stragglar-bench-gpu: rc=$rc, $((SECONDS - t0)) s"
-[ $rc -eq 0 ] || fail "stragglar-bench-gpu: rc=$rc (see $log)"
+bench_ok=0
+[ $rc -eq 0 ] && [ -s "$OUT/stragglar_bench_gpu.json" ] && bench_ok=1
 
-# The short table, last.
 echo
-if command -v python3 >/dev/null && [ -s "$OUT/stragglar_bench_gpu.json" ]; then
+if [ $bench_ok = 1 ] && command -v python3 >/dev/null; then
   python3 - "$OUT/stragglar_bench_gpu.json" <<'EOF' | tee -a "$SUMMARY"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -159,9 +220,27 @@ for r in d["rows"]:
     if r["algo"].startswith("auto"):
         print(f"{'':>10} auto ran: " + ", ".join(f"{c['algo']}" + (f"({c['straggler']})" if c['straggler'] >= 0 else "")
                                                 for c in r["choices"]))
+wrong = sum(1 for r in rows if r.get("wrong"))
+print(f"bench rows: {len(d['rows'])}, with errors: {len(d['rows']) - len(rows)}, with wrong results: {wrong}")
+sys.exit(1 if wrong or len(rows) != len(d["rows"]) or not rows else 0)
 EOF
-else
-  grep -E '^#|^ +[0-9]' "$log" | tee -a "$SUMMARY"
+  [ "${PIPESTATUS[0]}" = 0 ] || bench_ok=0
 fi
-say "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED) in $((SECONDS - START)) s"
+transport=$(grep -oE '"transport": *"[^"]*"' "$OUT/stragglar_bench_gpu.json" 2>/dev/null | head -1 | sed -E 's/.*: *"(.*)"/\1/')
+if [ $bench_ok = 1 ]; then
+  row "bench, $BENCH_RANKS ranks, straggler delayed" PASS $((SECONDS - t0)) "${transport:-transport ?}"
+else
+  row "bench, $BENCH_RANKS ranks, straggler delayed" FAIL $((SECONDS - t0)) "rc=$rc (see $log)"
+fi
+
+# The table of steps, last.
+echo | tee -a "$SUMMARY"
+{
+  printf '%-42s %-6s %6s  %s\n' "step" "result" "s" "detail"
+  for r in "${ROWS[@]}"; do
+    IFS='|' read -r name result secs detail <<<"$r"
+    printf '%-42s %-6s %6s  %s\n' "$name" "$result" "$secs" "$detail"
+  done
+  echo "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED) in $((SECONDS - START)) s (budget $BUDGET_S s), $(head -1 "$OUT/gpus.txt")"
+} | tee -a "$SUMMARY"
 exit $status
