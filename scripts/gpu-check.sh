@@ -166,7 +166,7 @@ elif ! wait "$torch_pid"; then
   row "torch CUDA (1 GPU; 2 ranks on it; DDP)" FAIL $((SECONDS - t0)) "the module did not build (see $OUT/torch_module_build.log)"
 else
   PYTHONPATH="$TORCH_BUILD/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1 \
-    step "$(limit 150)" "$PYTHON" "$ROOT/tests/gpu/run_torch_cuda_tests.py" >"$log" 2>&1
+    step "$(limit 180)" "$PYTHON" "$ROOT/tests/gpu/run_torch_cuda_tests.py" >"$log" 2>&1
   rc=$?
   verdict=$(grep -E '^torch CUDA tests: [0-9]+ of [0-9]+ passed' "$log" | tail -1)
   built=$(grep -oE 'torch module build: .*' "$OUT/torch_module_build.log" | tail -1)
