@@ -8,13 +8,13 @@
 
 namespace stragglar {
 
-CudaDevice::CudaDevice(cudaStream_t stream, int device) : stream_(stream), device_(device) {
-  if (device_ < 0) STRAGGLAR_CUDA_CHECK(cudaGetDevice(&device_));
+CudaDevice::CudaDevice(cudaStream_t stream, int device) : stream_(stream) {
+  if (device < 0) STRAGGLAR_CUDA_CHECK(cudaGetDevice(&device));
   int sms = 0;
-  STRAGGLAR_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+  STRAGGLAR_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   int threads_per_sm = 0;
   STRAGGLAR_CUDA_CHECK(cudaDeviceGetAttribute(&threads_per_sm,
-                                              cudaDevAttrMaxThreadsPerMultiProcessor, device_));
+                                              cudaDevAttrMaxThreadsPerMultiProcessor, device));
   // Enough resident threads to fill every SM once; the grid-stride loops do the rest.
   max_blocks_ = sms * std::max(1, threads_per_sm / cuda::kThreadsPerBlock);
 }

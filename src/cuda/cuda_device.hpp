@@ -24,7 +24,6 @@ class CudaDevice final : public Device {
 
  private:
   cudaStream_t stream_;
-  int device_ = 0;
   int max_blocks_ = 1;
 };
 
