@@ -37,10 +37,6 @@ DELAY_MS=${DELAY_MS:-800}
 BENCH_ITERS=${BENCH_ITERS:-5}
 BUDGET_S=${BUDGET_S:-480}
 PYTHON=${PYTHON:-python3}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-SUMMARY="$OUT/summary.txt"
-: >"$SUMMARY"
 status=0
 START=$SECONDS
 ROWS=()  # the table of steps: "step|result|seconds|detail"
@@ -70,6 +66,11 @@ for bin in test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar-b
     exit 2
   fi
 done
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
 
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none
         -x NCCL_NET=Socket -x NCCL_P2P_DISABLE=1 -x NCCL_SHM_DISABLE=1 -x NCCL_SOCKET_IFNAME=lo
