@@ -4,6 +4,10 @@
 #   scripts/gpu-bundle.sh build-bundle          # here: build what the check runs (≈ 20 MiB)
 #   bash scripts/gpu-check.sh build-bundle      # there, in the repository root (logs: ${OUT:-./gpu-check-out})
 #
+# What comes back from a device call's $OUT is at most 8 files: the check leaves three there,
+# summary.txt, stragglar_bench_gpu.json and gpu-check-logs.tar.gz (every log, packed on exit);
+# a failing step also prints its log's last lines before the table.
+#
 # DIR is a bundle (DIR/bin/...) or a build folder with the four programs at its top. Steps, each
 # under its own time limit and all within BUDGET_S (default 480 s: the check must fit 8 minutes):
 #   0. the PyTorch module, built in the background from DIR/torch against the device's own torch
@@ -42,10 +46,17 @@ START=$SECONDS
 ROWS=()  # the table of steps: "step|result|seconds|detail"
 
 say() { echo "$*" | tee -a "$SUMMARY"; }
-row() {  # step result seconds detail; a result other than PASS fails the check
+row() {  # step result seconds detail [log]; a result other than PASS fails the check
   ROWS+=("$1|$2|$3|$4")
   say "$1: $2 ($3 s) $4"
-  [ "$2" = PASS ] || status=1
+  if [ "$2" != PASS ]; then
+    status=1
+    # Its log's first failures and last lines, here: the call's output may be all a session reads.
+    if [ -n "${5:-}" ] && [ -s "$5" ]; then
+      { grep -m 6 -E 'FAIL|[Ee]rror|[Aa]bort|hung|[Tt]imeout|Traceback' "$5"; echo ...; tail -n 5 "$5"; } |
+        cut -c1-200 | sed 's/^/    | /'
+    fi
+  fi
 }
 # The time a step may take: its own limit, capped by what is left of the budget.
 limit() {
@@ -67,10 +78,16 @@ for bin in test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar-b
   fi
 done
 
-mkdir -p "$OUT"
+mkdir -p "$OUT/logs"
 OUT=$(cd "$OUT" && pwd)
+LOGS="$OUT/logs"
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
+# A device call brings back at most 8 files from $OUT: the logs go back as one archive.
+pack_logs() {
+  if [ -d "$LOGS" ] && tar -czf "$OUT/gpu-check-logs.tar.gz" -C "$OUT" logs 2>/dev/null; then rm -rf "$LOGS"; fi
+}
+trap pack_logs EXIT
 
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none
         -x NCCL_NET=Socket -x NCCL_P2P_DISABLE=1 -x NCCL_SHM_DISABLE=1 -x NCCL_SOCKET_IFNAME=lo
@@ -78,12 +95,12 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none
 # shared/DEVICE.md: every rank its own NCCL_HOSTID (the programs also set it when ranks > GPUs).
 per_rank() { printf 'NCCL_HOSTID=gpucheck$OMPI_COMM_WORLD_RANK exec %s' "$*"; }
 
-{ command -v nvidia-smi >/dev/null && nvidia-smi -L 2>&1 || echo "nvidia-smi not available"; } >"$OUT/gpus.txt"
+{ command -v nvidia-smi >/dev/null && nvidia-smi -L 2>&1 || echo "nvidia-smi not available"; } >"$LOGS/gpus.txt"
 say "gpu-check: $DIR ($(head -2 "$DIR/MANIFEST.txt" 2>/dev/null | tail -1)), logs in $OUT, $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET_S} s"
-say "GPU: $(head -1 "$OUT/gpus.txt")"
+say "GPU: $(head -1 "$LOGS/gpus.txt")"
 
 # 1. kernels (first: it says whether there is a GPU at all)
-log="$OUT/test_cuda_device.log"
+log="$LOGS/test_cuda_device.log"
 t0=$SECONDS
 step "$(limit 90)" "$BIN/test_cuda_device" >"$log" 2>&1
 rc=$?
@@ -92,18 +109,26 @@ if grep -q "no CUDA device: skipped" "$log"; then
   exit 77
 fi
 
-# 0. the torch module, in the background from here on (the device has 16 cores).
+# 0. the torch module, in the background from here on (the device has 16 cores). Configure and
+# build share one limit, so that waiting for it cannot push the check past its budget (the
+# device call's own limit would then kill the check before its table). The folder is absolute:
+# the tests' spawned ranks find the module through PYTHONPATH.
 TORCH_BUILD=${TORCH_BUILD:-$DIR/torch/build}
+TORCH_BUILD_S=${TORCH_BUILD_S:-240}
 torch_pid=""
 if [ "${SKIP_TORCH:-0}" = 1 ]; then
   :
 elif [ -f "$DIR/torch/lib/libstragglar_nccl.a" ]; then
+  mkdir -p "$TORCH_BUILD" && TORCH_BUILD=$(cd "$TORCH_BUILD" && pwd)
   gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+  build_limit=$(limit "$TORCH_BUILD_S")
   ( t=$SECONDS
-    timeout 300 cmake -S "$ROOT/tests/gpu/torch_module" -B "$TORCH_BUILD" "${gen[@]}" \
+    timeout "$build_limit" cmake -S "$ROOT/tests/gpu/torch_module" -B "$TORCH_BUILD" "${gen[@]}" \
         -DSTRAGGLAR_PREBUILT="$(cd "$DIR/torch" && pwd)" -DSTRAGGLAR_PYTHON="$(command -v "$PYTHON")" &&
-      timeout 300 cmake --build "$TORCH_BUILD" -j "$(nproc)"
-    rc=$?; echo "torch module build: rc=$rc, $((SECONDS - t)) s"; exit $rc ) >"$OUT/torch_module_build.log" 2>&1 &
+      timeout $((build_limit - (SECONDS - t) > 1 ? build_limit - (SECONDS - t) : 1)) \
+        cmake --build "$TORCH_BUILD" -j "$(nproc)"
+    rc=$?; echo "torch module build: rc=$rc$([ $rc = 124 ] && echo " (over its ${build_limit} s)"), $((SECONDS - t)) s"
+    exit $rc ) >"$LOGS/torch_module_build.log" 2>&1 &
   torch_pid=$!
 fi
 
@@ -112,7 +137,7 @@ skipped=$(grep -E '^\[  SKIPPED \] [0-9]+ tests?' "$log" | tail -1)
 if [ $rc -eq 0 ] && [ -n "$passed" ] && [ -z "$skipped" ]; then
   row "kernels bit-exact (test_cuda_device)" PASS $((SECONDS - t0)) "${passed#*] }"
 else
-  row "kernels bit-exact (test_cuda_device)" FAIL $((SECONDS - t0)) "rc=$rc, '${passed:-no PASSED line}'${skipped:+, $skipped} (see $log)"
+  row "kernels bit-exact (test_cuda_device)" FAIL $((SECONDS - t0)) "rc=$rc, '${passed:-no PASSED line}'${skipped:+, $skipped} (see ${log#$OUT/})" "$log"
 fi
 
 # 2. the NCCL front-end at n ranks on the one GPU, smallest n first
@@ -120,7 +145,7 @@ for need in 2 4 8; do
   case " $NRANKS_LIST " in *" $need "*) ;; *) row "NCCL n=$need" FAIL 0 "NRANKS_LIST='$NRANKS_LIST' leaves it out";; esac
 done
 for n in $NRANKS_LIST; do
-  log="$OUT/test_nccl_allreduce_n$n.log"
+  log="$LOGS/test_nccl_allreduce_n$n.log"
   t0=$SECONDS
   case $n in 2) lim=90;; 4) lim=100;; *) lim=130;; esac
   step "$(limit $lim)" "${MPIRUN[@]}" -np "$n" sh -c "$(per_rank "$BIN/test_nccl_allreduce" all)" >"$log" 2>&1
@@ -128,7 +153,7 @@ for n in $NRANKS_LIST; do
   ran=$(grep -E "^test_nccl_allreduce n=$n: algorithms run:" "$log" | tail -1)
   verdict=$(grep -E "^test_nccl_allreduce n=$n all: .*: PASSED$" "$log" | tail -1)
   why=""
-  [ $rc -eq 0 ] && [ -n "$verdict" ] || why="did not pass: rc=$rc (see $log)"
+  [ $rc -eq 0 ] && [ -n "$verdict" ] || why="did not pass: rc=$rc (see ${log#$OUT/})"
   # Every algorithm of the table ran (K of K), and the table has every required algorithm.
   if [[ "$ran" =~ \(([0-9]+)\ of\ ([0-9]+)\ in\ the\ table\) ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]; then
     for a in $REQUIRED_ALGOS; do
@@ -140,12 +165,12 @@ for n in $NRANKS_LIST; do
   if [ -z "$why" ]; then
     row "every algorithm exact, NCCL n=$n" PASS $((SECONDS - t0)) "$(echo "$verdict" | sed -E 's/^.*: ([0-9]+ checks).*/\1/'): ${ran#*algorithms run: }"
   else
-    row "every algorithm exact, NCCL n=$n" FAIL $((SECONDS - t0)) "${why#; }"
+    row "every algorithm exact, NCCL n=$n" FAIL $((SECONDS - t0)) "${why#; }" "$log"
   fi
 done
 
 # 3. the agreement's timeout (rank 0 never calls), its own process
-log="$OUT/test_nccl_timeout_n2.log"
+log="$LOGS/test_nccl_timeout_n2.log"
 t0=$SECONDS
 step "$(limit 40)" "${MPIRUN[@]}" -x STRAGGLAR_TIMEOUT_S=3 -np 2 sh -c "$(per_rank "$BIN/test_nccl_allreduce" timeout)" \
   >"$log" 2>&1
@@ -155,43 +180,43 @@ fired=$(grep -oE 'the first call failed after [0-9.]+ s' "$log" | head -1)
 if [ $rc -eq 0 ] && [ -n "$verdict" ]; then
   row "first-call timeout (3 s), n=2" PASS $((SECONDS - t0)) "${fired:-fired}"
 else
-  row "first-call timeout (3 s), n=2" FAIL $((SECONDS - t0)) "rc=$rc ${fired} (see $log)"
+  row "first-call timeout (3 s), n=2" FAIL $((SECONDS - t0)) "rc=$rc ${fired} (see ${log#$OUT/})" "$log"
 fi
 
 # 4. torch CUDA tests, with the module built in step 0
-log="$OUT/torch_cuda_tests.log"
+log="$LOGS/torch_cuda_tests.log"
 t0=$SECONDS
 if [ -z "$torch_pid" ]; then
   row "torch CUDA (1 GPU; 2 ranks on it; DDP)" FAIL 0 "not run: $([ "${SKIP_TORCH:-0}" = 1 ] && echo SKIP_TORCH=1 || echo "$DIR/torch missing (no torch where the bundle was made)")"
 elif ! wait "$torch_pid"; then
-  row "torch CUDA (1 GPU; 2 ranks on it; DDP)" FAIL $((SECONDS - t0)) "the module did not build (see $OUT/torch_module_build.log)"
+  row "torch CUDA (1 GPU; 2 ranks on it; DDP)" FAIL $((SECONDS - t0)) "the module did not build (see logs/torch_module_build.log)" "$LOGS/torch_module_build.log"
 else
   PYTHONPATH="$TORCH_BUILD/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1 \
     step "$(limit 180)" "$PYTHON" "$ROOT/tests/gpu/run_torch_cuda_tests.py" >"$log" 2>&1
   rc=$?
   verdict=$(grep -E '^torch CUDA tests: [0-9]+ of [0-9]+ passed' "$log" | tail -1)
-  built=$(grep -oE 'torch module build: .*' "$OUT/torch_module_build.log" | tail -1)
+  built=$(grep -oE 'torch module build: .*' "$LOGS/torch_module_build.log" | tail -1)
   if [ $rc -eq 0 ]; then
     row "torch CUDA (1 GPU; 2 ranks on it; DDP)" PASS $((SECONDS - t0)) "${verdict#torch CUDA tests: } (${built#torch module build: })"
   else
-    row "torch CUDA (1 GPU; 2 ranks on it; DDP)" FAIL $((SECONDS - t0)) "rc=$rc, ${verdict:-no verdict} (see $log)"
+    row "torch CUDA (1 GPU; 2 ranks on it; DDP)" FAIL $((SECONDS - t0)) "rc=$rc, ${verdict:-no verdict} (see ${log#$OUT/})" "$log"
   fi
 fi
 
 # 5. reduce kernel vs copy
-log="$OUT/bench_reduce_kernels.log"
+log="$LOGS/bench_reduce_kernels.log"
 t0=$SECONDS
-step "$(limit 60)" "$BIN/bench_reduce_kernels" --json "$OUT/bench_reduce_kernels.json" >"$log" 2>&1
+step "$(limit 60)" "$BIN/bench_reduce_kernels" --json "$LOGS/bench_reduce_kernels.json" >"$log" 2>&1
 rc=$?
 worst=$(awk '$3 ~ /aligned/ && $1 ~ /float|bfloat16/ && $2 == "sum" {print $1 " " $6}' "$log" | sort -k2 -n | head -1)
 if [ $rc -eq 0 ] && grep -q '^float32 ' "$log"; then
-  row "reduce kernel vs D2D copy" PASS $((SECONDS - t0)) "lowest aligned sum ratio: ${worst:-?} (table in $log)"
+  row "reduce kernel vs D2D copy" PASS $((SECONDS - t0)) "lowest aligned sum ratio: ${worst:-?} (table in ${log#$OUT/})"
 else
-  row "reduce kernel vs D2D copy" FAIL $((SECONDS - t0)) "rc=$rc (see $log)"
+  row "reduce kernel vs D2D copy" FAIL $((SECONDS - t0)) "rc=$rc (see ${log#$OUT/})" "$log"
 fi
 
 # 6. StragglAR vs ring vs ncclAllReduce vs auto under a straggler
-log="$OUT/stragglar_bench_gpu.log"
+log="$LOGS/stragglar_bench_gpu.log"
 t0=$SECONDS
 step "$(limit 120)" "${MPIRUN[@]}" -np "$BENCH_RANKS" sh -c "$(per_rank "$BIN/stragglar-bench-gpu" \
   -b "$BENCH_BYTES" -e "$BENCH_BYTES" -d float -o sum --algo "$BENCH_ALGOS" \
@@ -231,7 +256,7 @@ transport=$(grep -oE '"transport": *"[^"]*"' "$OUT/stragglar_bench_gpu.json" 2>/
 if [ $bench_ok = 1 ]; then
   row "bench, $BENCH_RANKS ranks, straggler delayed" PASS $((SECONDS - t0)) "${transport:-transport ?}"
 else
-  row "bench, $BENCH_RANKS ranks, straggler delayed" FAIL $((SECONDS - t0)) "rc=$rc (see $log)"
+  row "bench, $BENCH_RANKS ranks, straggler delayed" FAIL $((SECONDS - t0)) "rc=$rc (see ${log#$OUT/})" "$log"
 fi
 
 # The table of steps, last.
@@ -242,6 +267,6 @@ echo | tee -a "$SUMMARY"
     IFS='|' read -r name result secs detail <<<"$r"
     printf '%-42s %-6s %6s  %s\n' "$name" "$result" "$secs" "$detail"
   done
-  echo "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED) in $((SECONDS - START)) s (budget $BUDGET_S s), $(head -1 "$OUT/gpus.txt")"
+  echo "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED) in $((SECONDS - START)) s (budget $BUDGET_S s), $(head -1 "$LOGS/gpus.txt")"
 } | tee -a "$SUMMARY"
 exit $status

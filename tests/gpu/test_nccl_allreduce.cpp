@@ -623,6 +623,7 @@ void errors(Ctx& c) {
   // A stream being captured into a CUDA graph: refused before anything is enqueued, the capture
   // ends cleanly (an empty graph), and the communicator is not broken.
   {
+    stragglar_options_init(&o);  // valid options: only the capture may be what is refused
     cudaStream_t cap;
     CK_CUDA(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking));
     CK_CUDA(cudaStreamBeginCapture(cap, cudaStreamCaptureModeThreadLocal));
