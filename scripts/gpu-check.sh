@@ -228,7 +228,7 @@ bench_ok=0
 
 echo
 if [ $bench_ok = 1 ] && command -v python3 >/dev/null; then
-  python3 - "$OUT/stragglar_bench_gpu.json" <<'EOF' | tee -a "$SUMMARY"
+  python3 - "$OUT/stragglar_bench_gpu.json" "$BENCH_ALGOS" <<'EOF' | tee -a "$SUMMARY"
 import json, sys
 d = json.load(open(sys.argv[1]))
 rows = [r for r in d["rows"] if "error" not in r]
@@ -247,8 +247,11 @@ for r in d["rows"]:
         print(f"{'':>10} auto ran: " + ", ".join(f"{c['algo']}" + (f"({c['straggler']})" if c['straggler'] >= 0 else "")
                                                 for c in r["choices"]))
 wrong = sum(1 for r in rows if r.get("wrong"))
-print(f"bench rows: {len(d['rows'])}, with errors: {len(d['rows']) - len(rows)}, with wrong results: {wrong}")
-sys.exit(1 if wrong or len(rows) != len(d["rows"]) or not rows else 0)
+unchecked = sum(1 for r in rows if r.get("wrong") is None)  # -c 0, or a row that failed
+missing = [a for a in sys.argv[2].split(",") if a and a not in {r["algo"] for r in rows}]
+print(f"bench rows: {len(d['rows'])}, with errors: {len(d['rows']) - len(rows)}, with wrong results: {wrong}, "
+      f"unchecked: {unchecked}" + (f"; no row for: {', '.join(missing)}" if missing else ""))
+sys.exit(1 if wrong or unchecked or missing or len(rows) != len(d["rows"]) or not rows else 0)
 EOF
   [ "${PIPESTATUS[0]}" = 0 ] || bench_ok=0
 fi
@@ -256,7 +259,7 @@ transport=$(grep -oE '"transport": *"[^"]*"' "$OUT/stragglar_bench_gpu.json" 2>/
 if [ $bench_ok = 1 ]; then
   row "bench, $BENCH_RANKS ranks, straggler delayed" PASS $((SECONDS - t0)) "${transport:-transport ?}"
 else
-  row "bench, $BENCH_RANKS ranks, straggler delayed" FAIL $((SECONDS - t0)) "rc=$rc (see ${log#$OUT/})" "$log"
+  row "bench, $BENCH_RANKS ranks, straggler delayed" FAIL $((SECONDS - t0)) "rc=$rc, $(grep '^bench rows:' "$SUMMARY" | tail -1 || echo 'no JSON') (see ${log#$OUT/})" "$log"
 fi
 
 # The table of steps, last.
