@@ -88,6 +88,7 @@ pack_logs() {
   if [ -d "$LOGS" ] && tar -czf "$OUT/gpu-check-logs.tar.gz" -C "$OUT" logs 2>/dev/null; then rm -rf "$LOGS"; fi
 }
 trap pack_logs EXIT
+trap 'exit 143' TERM INT  # so that the EXIT trap packs the logs of a check stopped from outside
 
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none
         -x NCCL_NET=Socket -x NCCL_P2P_DISABLE=1 -x NCCL_SHM_DISABLE=1 -x NCCL_SOCKET_IFNAME=lo
