@@ -25,7 +25,8 @@
 # passed; 77 if there is no GPU; 2 if DIR lacks the programs.
 # Knobs: BUDGET_S, NRANKS_LIST="2 4 8" (anything without all three fails), BENCH_RANKS=8,
 # BENCH_BYTES=32M, DELAY_MS=800, BENCH_ITERS=5, BENCH_ALGOS, REQUIRED_ALGOS, PYTHON=python3,
-# TORCH_BUILD (default DIR/torch/build), SKIP_TORCH=1 (then the check cannot pass).
+# TORCH_BUILD (default DIR/torch/build), TORCH_BUILD_S=240 (configure + build of the module),
+# SKIP_TORCH=1 (then the check cannot pass).
 set -u
 DIR=${1:-./build}
 OUT=${OUT:-./gpu-check-out}
