@@ -172,16 +172,7 @@ c10::intrusive_ptr<c10d::Work> CudaAllreduce::run(const at::Tensor& tensor, Data
   const c10::cuda::CUDAStream stream = *s.stream;
   // Graph capture (torch.cuda.graph): refused before the backend stream joins the capture (an
   // event wait would make it part of the graph), so the capture and the group stay usable.
-  {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    const cudaError_t e =
-        cudaStreamIsCapturing(c10::cuda::getCurrentCUDAStream(s.device.index()).stream(), &capture);
-    TORCH_CHECK(e == cudaSuccess && capture == cudaStreamCaptureStatusNone,
-                "stragglar.torch all_reduce (CUDA): the current stream is being captured into a CUDA graph "
-                "(cudaStreamIsCapturing: ", e != cudaSuccess ? cudaGetErrorName(e) : "capturing",
-                "); stragglar's calls wait on the host (argument agreement, timeouts) and cannot be captured: "
-                "run this all_reduce outside the capture, or capture with the nccl backend");
-  }
+  refuse_graph_capture(s.device);
   // The group's timeout (init_process_group(timeout=...), setTimeout, AllreduceOptions.timeout)
   // bounds the agreement and every poll, not STRAGGLAR_TIMEOUT_S.
   const double timeout_s = static_cast<double>(timeout.count()) / 1000.0;
@@ -235,6 +226,16 @@ void CudaAllreduce::abort() noexcept {
   s.aborted = true;
   if (s.session) s.session->session().mark_broken(Error(ErrorCode::RemoteError, "the process group was aborted"));
   (void)ncclCommAbort(s.comm);
+}
+
+void refuse_graph_capture(at::Device device) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(c10::cuda::getCurrentCUDAStream(device.index()).stream(), &capture);
+  TORCH_CHECK(e == cudaSuccess && capture == cudaStreamCaptureStatusNone,
+              "stragglar.torch all_reduce (CUDA): the current stream is being captured into a CUDA graph "
+              "(cudaStreamIsCapturing: ", e != cudaSuccess ? cudaGetErrorName(e) : "capturing",
+              "); stragglar's calls wait on the host (argument agreement, timeouts) and cannot be captured: "
+              "run this all_reduce outside the capture, or capture with the nccl backend");
 }
 
 NcclLibrary loaded_nccl() {

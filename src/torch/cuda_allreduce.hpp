@@ -51,6 +51,12 @@ class CudaAllreduce {
   std::unique_ptr<Impl> impl_;
 };
 
+// Throws c10::Error (naming CUDA graphs) when `device`'s current stream is being captured into a
+// CUDA graph: called before anything CUDA is done for an all_reduce, the engine's creation
+// included (its cudaMalloc would invalidate a global-mode capture and leave the group's CUDA path
+// failed for good), so the capture and the group stay usable.
+void refuse_graph_capture(at::Device device);
+
 // The NCCL this process has loaded: its version code (ncclGetVersion, e.g. 23007 for 2.30.7),
 // the file it was loaded from, and the version of the nccl.h this module was compiled with.
 struct NcclLibrary {

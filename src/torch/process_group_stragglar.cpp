@@ -202,6 +202,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStragglar::allreduce(std::vector<at::
   const std::uint64_t sequence = ++sequence_;
   if (tensor.is_cpu()) return cpu().enqueue(tensor, *dtype, *op, options_.core, op_timeout(opts.timeout), sequence);
 #if STRAGGLAR_TORCH_CUDA
+  refuse_graph_capture(tensor.device());  // before the engine's creation too (cuda_allreduce.hpp)
   return cuda(tensor).run(tensor, *dtype, *op, options_.core, sequence, op_timeout(opts.timeout));
 #else
   TORCH_CHECK(false, "unreachable: CUDA tensor without the CUDA engine");

@@ -59,6 +59,12 @@ def test_cuda_one_rank_in_process(tmp_path):
     dist.init_process_group("stragglar", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1,
                             timeout=datetime.timedelta(seconds=60))
     try:
+        # CUDA graph capture is refused even as the group's first CUDA all_reduce, before its NCCL
+        # communicator exists (creating it would invalidate the capture and fail the group for good).
+        first = torch.ones(16, device="cuda")
+        with pytest.raises(RuntimeError, match="CUDA graph"):
+            with torch.cuda.graph(torch.cuda.CUDAGraph()):
+                dist.all_reduce(first)
         side = torch.cuda.Stream()
         with torch.cuda.stream(side):
             base = torch.full((40,), -7.0, device="cuda")
