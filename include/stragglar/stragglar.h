@@ -44,6 +44,7 @@ typedef enum {
   stragglar_algo_rhd = 2,
   stragglar_algo_allpairs = 3,
   stragglar_algo_broadcast = 4, /* the paper's code calls it "direct" */
+  stragglar_algo_stragglar_k = 5, /* several ranks late together (a slow node), issue #23 */
   stragglar_algo_native = 100,  /* the engine's own: MPI_Allreduce / ncclAllReduce / Gloo */
   stragglar_algo_auto = 101     /* the library finds the straggler and picks the algorithm online */
 } stragglar_algorithm;
