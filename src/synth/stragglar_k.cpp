@@ -190,7 +190,9 @@ Schedule synthesize_stragglar_k(int n, const std::vector<int>& late, const Synth
   s.phases.push_back(Phase{"reduce_scatter", false, ring_reduce_scatter(members, groups)});
   s.phases.push_back(Phase{"allreduce", true, stragglar_k_rounds(n, k, K)});
   canonicalize(s.phases.back().rounds);
-  return relabel(std::move(s), late_set_relabeling(n, late));
+  // One late rank: the rotation every single-straggler schedule uses, so the plan cache's
+  // relabelled canonical schedule (straggler n-1) equals this one.
+  return relabel(std::move(s), k == 1 ? straggler_relabeling(n, late.front()) : late_set_relabeling(n, late));
 }
 
 }  // namespace detail
