@@ -163,7 +163,7 @@ int run_simulate(const SimArgs& a) {
   auto run_one = [&](Algorithm algo) {
     SynthOptions o;
     o.straggler = a.straggler;
-    if (algo == Algorithm::stragglar_k) o.stragglers = late;
+    if (algo == Algorithm::stragglar_k || algo == Algorithm::hierarchical) o.stragglers = late;
     else if (late.size() > 1 && algorithm_info(algo).uses_straggler) o.straggler = late.back();
     o.pipeline = pipeline;
     o.bytes = bytes;

@@ -44,6 +44,8 @@ Schedule synthesize(Algorithm algo, int nranks, const SynthOptions& opts = {});
 
 // StragglAR pipelining factor K minimising the modelled exposed time for `bytes` on n ranks.
 int choose_pipeline(int nranks, std::size_t bytes, const CostModel& cost);
+// The same for stragglar-k with `late` ranks late (K·(n-late) chunks).
+int choose_stragglar_k_pipeline(int nranks, int late, std::size_t bytes, const CostModel& cost);
 
 // Lower bound on the rounds of StragglAR's `allreduce` phase in the single-port model
 // (issue #5): the straggler sends n-1 chunks, then the last needs ⌈log2 n⌉-1 doublings.

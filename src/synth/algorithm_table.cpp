@@ -25,6 +25,13 @@ Schedule stragglar_k(int n, int straggler, const SynthOptions& opts) {
   return detail::synthesize_stragglar_k(n, late, opts);
 }
 
+Schedule hierarchical(int n, int straggler, const SynthOptions& opts) {
+  std::vector<int> late = opts.stragglers;
+  if (late.empty()) late.push_back(straggler);
+  std::sort(late.begin(), late.end());
+  return detail::synthesize_hierarchical(n, late, opts);
+}
+
 constexpr std::string_view kBroadcastAliases[] = {"direct"};  // the paper's code name
 constexpr std::string_view kNativeAliases[] = {"mpi", "nccl", "gloo"};
 constexpr std::string_view kStragglarKAliases[] = {"stragglar_k", "stragglark"};
@@ -44,6 +51,8 @@ constexpr AlgorithmInfo kTable[] = {
     {Algorithm::stragglar_k, "stragglar-k", kStragglarKAliases, AlgorithmKind::schedule, true, true, &stragglar_k,
      "k ranks late together (issue #23): ReduceScatter among the others during the delay, then each late rank "
      "sends its data to the chunks' collectors and receives final chunks"},
+    {Algorithm::hierarchical, "hierarchical", {}, AlgorithmKind::schedule, true, false, &hierarchical,
+     "a late host (the k late ranks are one host of k): reduce inside hosts, StragglAR across hosts, gather inside"},
     {Algorithm::native, "native", kNativeAliases, AlgorithmKind::native, false, false, nullptr,
      "the engine's own AllReduce (MPI_Allreduce, ncclAllReduce, Gloo)"},
     {Algorithm::automatic, "auto", {}, AlgorithmKind::automatic, false, false, nullptr,
@@ -139,7 +148,7 @@ Schedule synthesize(Algorithm algo, int nranks, const SynthOptions& opts) {
   }
   require(!opts.straggler || std::find(late.begin(), late.end(), *opts.straggler) != late.end(),
           "straggler = " + std::to_string(opts.straggler.value_or(-1)) + " is not in stragglers, expected one of them or none");
-  if (algo == Algorithm::stragglar_k) {
+  if (algo == Algorithm::stragglar_k || algo == Algorithm::hierarchical) {
     require(2 * late.size() <= static_cast<std::size_t>(nranks),
             "stragglers: " + std::to_string(late.size()) + " late ranks on " + std::to_string(nranks) +
                 " ranks, expected at most n/2 = " + std::to_string(nranks / 2));

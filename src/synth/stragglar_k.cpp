@@ -129,9 +129,16 @@ std::vector<Round> stragglar_k_rounds(int n, int k, int K) {
   return rounds;
 }
 
+}  // namespace
+}  // namespace detail
+
 // The modelled exposed time of K: rounds·(α + β·s/(K·p)), rounds counted by building them
 // would cost a synthesis per K; the builder takes about K·p·(n−1)/(n−k) + k + ⌈log2 n⌉ rounds.
 int choose_stragglar_k_pipeline(int n, int k, std::size_t bytes, const CostModel& cost) {
+  using detail::ceil_log2;
+  using detail::kMaxStragglarKChunks;
+  require(k >= 1 && 2 * k <= n, "choose_stragglar_k_pipeline: k = " + std::to_string(k) + " on " +
+                                    std::to_string(n) + " ranks, expected 1 <= k <= n/2");
   if (bytes == 0) return 1;
   const int p = n - k;
   auto modelled = [&](int K) {
@@ -147,7 +154,7 @@ int choose_stragglar_k_pipeline(int n, int k, std::size_t bytes, const CostModel
   return best;
 }
 
-}  // namespace
+namespace detail {
 
 std::vector<int> late_set_relabeling(int n, const std::vector<int>& late) {
   // Canonical late ranks n-k..n-1 become `late` (ascending); the punctual ones keep their order.

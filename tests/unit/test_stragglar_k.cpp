@@ -195,6 +195,69 @@ TEST(StragglarK, LateSetDelaysEveryAlgorithm) {
   EXPECT_THROW(simulate(ring, 1 << 20, cost, Delay{true, 0}, std::vector<int>{}), Error);
 }
 
+// ---- hierarchical: a late host ----------------------------------------------------------------
+
+Schedule hierarchical(int n, std::vector<int> late) {
+  SynthOptions o;
+  o.stragglers = std::move(late);
+  return synthesize(Algorithm::hierarchical, n, o);
+}
+
+TEST(Hierarchical, EveryHostShapeVerifies) {
+  for (int n = 2; n <= 48; ++n)
+    for (int k = 1; 2 * k <= n; ++k) {
+      if (n % k) continue;
+      for (int host = 0; host < n / k; host += std::max(1, n / k - 1)) {  // the first and the last host
+        std::vector<int> late;
+        for (int i = 0; i < k; ++i) late.push_back(host * k + i);
+        const std::string what = "n=" + std::to_string(n) + " k=" + std::to_string(k) + " host=" + std::to_string(host);
+        const Schedule s = hierarchical(n, late);
+        const VerifyReport r = verify(s);
+        ASSERT_TRUE(r.ok) << what << ": " << r.message;
+        EXPECT_EQ(s.late_ranks(), late) << what;
+        for (const Phase& p : s.phases)
+          if (!p.waits_for_straggler)
+            for (const Round& round : p.rounds)
+              for (const Transfer& t : round) {
+                EXPECT_FALSE(std::binary_search(late.begin(), late.end(), t.src)) << what;
+                EXPECT_FALSE(std::binary_search(late.begin(), late.end(), t.dst)) << what;
+              }
+        // Exposed: (k-1) + StragglAR's allreduce over n/k hosts + (k-1) rounds.
+        const int H = n / k;
+        const int cross = H >= 2 ? stragglar_round_bound(H) : 0;
+        EXPECT_EQ(s.waiting_rounds(), 2 * (k - 1) + cross) << what;
+      }
+    }
+}
+
+TEST(Hierarchical, RefusesASetThatIsNotAHost) {
+  EXPECT_THROW(hierarchical(8, {5, 6}), Error);     // not aligned to a host of 2
+  EXPECT_THROW(hierarchical(9, {6, 7}), Error);     // 2 does not divide 9
+  EXPECT_THROW(hierarchical(8, {0, 1, 2, 3, 4}), Error);
+  EXPECT_NO_THROW(hierarchical(8, {6, 7}));
+}
+
+// Where each wins (issue #23 item 2): one link class, stragglar-k; inter-host links 10x slower,
+// hierarchical. Both are told the same late host, every rank of it late.
+TEST(Hierarchical, WinsWhereHostLinksAreSlow) {
+  const int n = 16;
+  const std::vector<int> late = {12, 13, 14, 15};
+  const std::size_t bytes = std::size_t{256} << 20;
+  CostModel flat;
+  CostModel hosts = flat;
+  hosts.ranks_per_host = 4;
+  hosts.inter_beta_s_per_byte = 10 * flat.beta_s_per_byte;
+  SynthOptions o;
+  o.stragglers = late;
+  o.pipeline = kPipelineAuto;
+  o.bytes = bytes;
+  const Schedule k = synthesize(Algorithm::stragglar_k, n, o);
+  const Schedule h = synthesize(Algorithm::hierarchical, n, o);
+  auto exposed = [&](const Schedule& s, const CostModel& c) { return simulate(s, bytes, c, Delay{true, 0}, late).exposed_s; };
+  EXPECT_LT(exposed(k, flat), exposed(h, flat));
+  EXPECT_LT(exposed(h, hosts), exposed(k, hosts));
+}
+
 TEST(Simulate, TwoLinkClassesChargeInterHostTransfers) {
   const Schedule ring = synthesize(Algorithm::ring, 8);
   CostModel flat;
