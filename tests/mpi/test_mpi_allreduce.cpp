@@ -12,7 +12,9 @@
 //   test_mpi_allreduce auto_late [R] algorithm = auto, rank R late by 30 ms before each of 30 calls:
 //                                    the same choice on every rank, exact results, R reported late
 //   test_mpi_allreduce tiny_timeout  (with STRAGGLAR_TIMEOUT_S=1e-9) success or Timeout, no crash
-//   test_mpi_allreduce late_set      stragglar-k (issue #23) with several late ranks: sets of 1..n/2
+//   test_mpi_allreduce cluster       (under scripts/cluster.sh) every algorithm, stragglar-k and
+//                                    hierarchical told the last host late, a few dtypes and counts
+//   test_mpi_allreduce late_set      stragglar-k and hierarchical (issue #23) with several late ranks: sets of 1..n/2
 //                                    ranks × dtype × op × counts, C and C++, late ranks delayed;
 //                                    a set for stragglar and mismatched sets are refused
 //
@@ -614,6 +616,11 @@ int late_set() {
             const bool c_api = (cases++ % 2) == 0;
             const int delay = count == 1009 && op == ReduceOp::sum ? 3 : 0;
             run_case({"stragglar-k", t, op, count, in_place == 1, -1, delay, c_api, ++seed, set});
+            // hierarchical where the set is one host of |set| ranks (host-major)
+            const int k = static_cast<int>(set.size());
+            const int first = *std::min_element(set.begin(), set.end());
+            if (2 * k <= g_n && g_n % k == 0 && first % k == 0 && *std::max_element(set.begin(), set.end()) == first + k - 1)
+              run_case({"hierarchical", t, op, count, in_place == 1, -1, delay, !c_api, ++seed, set});
           }
   if (g_n >= 4) {
     std::vector<double> in(64, 1.0), out(64, -1.0);
@@ -640,6 +647,30 @@ int late_set() {
   return 0;
 }
 
+// Every algorithm across the testbed's hosts (scripts/cluster.sh, issue #23): the last host of
+// `per_host` ranks is the late set of stragglar-k and hierarchical, rank n-1 the straggler of the
+// others; the late host is delayed in part of the calls.
+int cluster(int per_host) {
+  std::vector<int> last_host;
+  for (int r = g_n - per_host; r < g_n; ++r) last_host.push_back(r);
+  std::vector<std::string> algos = kAlgos;
+  algos.push_back("stragglar-k");
+  if (g_n % per_host == 0 && 2 * per_host <= g_n) algos.push_back("hierarchical");
+  std::uint64_t seed = 9000;
+  int cases = 0;
+  for (const std::string& algo : algos)
+    for (DataType t : {DataType::float32, DataType::float64, DataType::int64})
+      for (std::size_t count : {std::size_t{1}, std::size_t{1009}, std::size_t{100003}}) {
+        const bool set = algo == "stragglar-k" || algo == "hierarchical";
+        const ReduceOp op = t == DataType::float64 ? ReduceOp::max : ReduceOp::sum;
+        const int delay = count == 1009 ? 5 : 0;
+        run_case({algo, t, op, count, (cases % 2) == 0, g_n - 1, delay, (cases % 3) == 0, ++seed,
+                  set ? last_host : std::vector<int>{}});
+        ++cases;
+      }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -654,6 +685,8 @@ int main(int argc, char** argv) {
     errors();
   } else if (mode == "auto_late") {
     auto_late(argc > 2 ? std::atoi(argv[2]) : g_n / 2, 30, 30);
+  } else if (mode == "cluster") {
+    cluster(argc > 2 ? std::atoi(argv[2]) : 4);
   } else if (mode == "late_set") {
     late_set();
   } else if (mode == "tiny_timeout") {
