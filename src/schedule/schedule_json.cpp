@@ -552,7 +552,7 @@ void synthesize_json(std::ostream& out, Algorithm algo, int nranks, const SynthO
   const int straggler = opts.straggler.value_or(nranks - 1);
   // StragglAR with arguments synthesize() accepts streams round by round; everything else
   // (other algorithms, and bad arguments, for synthesize()'s messages) goes through synthesize().
-  const bool stream = algo == Algorithm::stragglar && nranks >= kMinRanks && nranks <= kMaxRanks && straggler >= 0 &&
+  const bool stream = algo == Algorithm::stragglar && opts.stragglers.empty() && nranks >= kMinRanks && nranks <= kMaxRanks && straggler >= 0 &&
                       straggler < nranks && opts.pipeline >= 0 && opts.pipeline <= kMaxPipeline;
   if (!stream) {
     detail::emit(synthesize(algo, nranks, opts), writer);
