@@ -35,12 +35,19 @@ namespace {
 constexpr long long kMaxStragglarKChunks = 1 << 14;
 
 // The exposed rounds with k late ranks at p..n-1 and C = K·p chunks (the `allreduce` phase).
-std::vector<Round> stragglar_k_rounds(int n, int k, int K) {
+// budget > 0: a late rank may merge another late rank's contribution (it receives it, and sends
+// the sum to the collector when its own turn for that chunk comes) while it has receive ports
+// to spare: missing + slack < budget − t. That takes receives off the punctual ranks, whose
+// C + K·(k−1) receives bound the length.
+std::vector<Round> stragglar_k_rounds(int n, int k, int K, int budget, int slack) {
   const int p = n - k;
   const int C = K * p;
   std::vector<char> final_at(static_cast<std::size_t>(C) * n, 0);  // [c * n + r]: r holds final c
   auto holds = [&](int c, int r) -> char& { return final_at[static_cast<std::size_t>(c) * n + r]; };
   std::vector<int> late_merged(static_cast<std::size_t>(C), 0);  // late contributions at the collector
+  // How many late contributions late rank j holds of chunk c (its own + merged; 0 once sent).
+  std::vector<int> held_by(static_cast<std::size_t>(k) * C, 1);
+  auto held = [&](int j, int c) -> int& { return held_by[static_cast<std::size_t>(j) * C + c]; };
   std::vector<int> completed_order;                              // chunks in the order they became final
   completed_order.reserve(static_cast<std::size_t>(C));
   std::vector<std::vector<int>> holders(static_cast<std::size_t>(C));
@@ -59,15 +66,33 @@ std::vector<Round> stragglar_k_rounds(int n, int k, int K) {
     became_final.clear();
     // 1. Late contributions, one per late rank and round for the first C rounds.
     if (t < C) {
-      for (int j = 0; j < k; ++j) {
+      for (int j = k - 1; j >= 0; --j) {
         const int c = (t + j) % C, collector = c % p, late = p + j;
+        int& mine = held(j, c);
+        if (budget > 0) {  // merge into a late rank that sends c later, if it has a port to spare
+          int into = -1;
+          for (int i = j - 1; i >= 0 && into < 0; --i)
+            if (t + j - i < C && !recvs[p + i] && held(i, c) > 0 && (t < k - 1 || missing[p + i] + slack < budget - t))
+              into = i;
+          if (into >= 0) {
+            round.push_back({late, p + into, {c}, TransferOp::reduce});
+            sends[late] = recvs[p + into] = 1;
+            held(into, c) += mine;
+            mine = 0;
+            continue;
+          }
+        }
         round.push_back({late, collector, {c}, TransferOp::reduce});
         sends[late] = recvs[collector] = 1;
-        if (++late_merged[c] == k) {
-          round.push_back({collector, late, {c}, TransferOp::reduce});
-          sends[collector] = recvs[late] = 1;
+        late_merged[c] += mine;
+        mine = 0;
+        if (late_merged[c] == k) {
           became_final.push_back({c, collector});
-          became_final.push_back({c, late});
+          if (!recvs[late] && !sends[collector]) {  // the exchange: final on two ranks
+            round.push_back({collector, late, {c}, TransferOp::reduce});
+            sends[collector] = recvs[late] = 1;
+            became_final.push_back({c, late});
+          }
         }
       }
     }
@@ -127,6 +152,18 @@ std::vector<Round> stragglar_k_rounds(int n, int k, int K) {
     rounds.push_back(std::move(round));
   }
   return rounds;
+}
+
+// The plain schedule, then late-rank merges with a few slacks against its length: the shortest.
+std::vector<Round> stragglar_k_shortest_rounds(int n, int k, int K) {
+  std::vector<Round> best = stragglar_k_rounds(n, k, K, 0, 0);
+  if (k < 2) return best;
+  const int budget = static_cast<int>(best.size());
+  for (int slack : {4, 6, 8, 10, 12}) {
+    std::vector<Round> r = stragglar_k_rounds(n, k, K, budget, slack);
+    if (r.size() < best.size()) best = std::move(r);
+  }
+  return best;
 }
 
 }  // namespace
@@ -195,7 +232,7 @@ Schedule synthesize_stragglar_k(int n, const std::vector<int>& late, const Synth
     for (int q = 0; q < K; ++q) groups[i].push_back(i + q * p);
   }
   s.phases.push_back(Phase{"reduce_scatter", false, ring_reduce_scatter(members, groups)});
-  s.phases.push_back(Phase{"allreduce", true, stragglar_k_rounds(n, k, K)});
+  s.phases.push_back(Phase{"allreduce", true, stragglar_k_shortest_rounds(n, k, K)});
   canonicalize(s.phases.back().rounds);
   // One late rank: the rotation every single-straggler schedule uses, so the plan cache's
   // relabelled canonical schedule (straggler n-1) equals this one.

@@ -181,8 +181,7 @@ double speedup_over_ring(int n, int k) {
 
 TEST(StragglarK, ModelTargets) {
   EXPECT_GE(speedup_over_ring(16, 2), 1.4);  // target 1.4x: 1.53x
-  // Target 1.5x, reached 1.497x (K = 2): README "Several late ranks" says why it falls short.
-  EXPECT_GE(speedup_over_ring(64, 8), 1.49);
+  EXPECT_GE(speedup_over_ring(64, 8), 1.5);  // target 1.5x: 1.508x (K = 2, late-rank merges)
 }
 
 TEST(StragglarK, LateSetDelaysEveryAlgorithm) {
