@@ -26,7 +26,8 @@ struct Options {
   int straggler = -1;
   // Several ranks late together (issue #23, a slow node): stragglar-k's late set (distinct
   // ranks, at most n/2, any order; empty: {straggler}). A set of one is the straggler for every
-  // algorithm; stragglar and broadcast refuse a larger one; ring, rhd, allpairs, native ignore it.
+  // algorithm; stragglar and broadcast refuse a larger one; ring, rhd, allpairs, native and auto
+  // ignore it (auto does not learn or use a set yet). hierarchical takes one host's ranks.
   std::vector<int> stragglers;
   int pipeline = kPipelineAuto;  // StragglAR chunks per rank K in [1, kMaxPipeline]; 0 = the cost model
   // Cost model for pipeline == kPipelineAuto and for auto; nullopt = STRAGGLAR_ALPHA_US /

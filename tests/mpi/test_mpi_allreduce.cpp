@@ -642,6 +642,15 @@ int late_set() {
     } catch (const Error& e) {
       if (e.code() != ErrorCode::Mismatch) fail(std::string("mismatched stragglers: ") + e.what());
     }
+    // C: a count without an array is refused on every rank, buffers untouched.
+    stragglar_options c;
+    stragglar_options_init(&c);
+    c.algorithm = stragglar_algo_stragglar_k;
+    c.stragglers = nullptr;
+    c.nstragglers = 2;
+    if (stragglar_mpi_allreduce(in.data(), out.data(), in.size(), stragglar_float64, stragglar_sum, MPI_COMM_WORLD, &c) !=
+        stragglar_invalid_usage)
+      fail(std::string("C stragglers = NULL, nstragglers = 2: expected invalid usage, got: ") + stragglar_last_error());
     if (out != out_before) fail("refused stragglers: recvbuf modified");
   }
   return 0;
