@@ -48,6 +48,10 @@ work=$(mktemp -d /tmp/stragglar-cluster.XXXXXX)
 
 cleanup() {
   set +e
+  # Whatever this run started inside its hosts (daemons, ranks after a timeout), by pid.
+  for ((h = 0; h < hosts; h++)); do
+    for pid in $(ip netns pids "$(ns_of "$h")" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+  done
   for ((h = 0; h < hosts; h++)); do ip netns del "$(ns_of "$h")" 2>/dev/null; done
   ip netns del "$sw" 2>/dev/null
   rm -rf "$work"
