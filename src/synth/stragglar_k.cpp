@@ -157,7 +157,9 @@ std::vector<Round> stragglar_k_rounds(int n, int k, int K, int budget, int slack
 // The plain schedule, then late-rank merges with a few slacks against its length: the shortest.
 std::vector<Round> stragglar_k_shortest_rounds(int n, int k, int K) {
   std::vector<Round> best = stragglar_k_rounds(n, k, K, 0, 0);
-  if (k < 2) return best;
+  // Each try is a whole synthesis (the matching costs O(n²) per round): beyond 128 ranks the
+  // plain schedule only (n = 256 took 15-43 s for the six tries on the loaded 2-core VM).
+  if (k < 2 || n > 128) return best;
   const int budget = static_cast<int>(best.size());
   for (int slack : {4, 6, 8, 10, 12}) {
     std::vector<Round> r = stragglar_k_rounds(n, k, K, budget, slack);

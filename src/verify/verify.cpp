@@ -918,10 +918,11 @@ std::string summary_line(const std::string& algorithm, int nranks, std::optional
   std::string late = straggler ? std::to_string(*straggler) : "none";
   if (!stragglers.empty()) {
     late.clear();
-    for (int rank : stragglers) {
-      if (!late.empty()) late.push_back(',');
-      late.append(std::to_string(rank));
+    for (std::size_t i = 0; i < stragglers.size() && i < 8; ++i) {  // a few: readable at any k
+      if (i > 0) late.push_back(',');
+      late.append(std::to_string(stragglers[i]));
     }
+    if (stragglers.size() > 8) late.append(",... (" + std::to_string(stragglers.size()) + " ranks)");
   }
   o << algorithm << " n=" << nranks << (stragglers.empty() ? " straggler=" : " stragglers=") << late
     << " chunks=" << nchunks << " ports=" << (ports == kAllPorts ? "all" : std::to_string(ports)) << ": ";
