@@ -22,10 +22,39 @@ namespace {
 
 using namespace stragglar;
 
+// --stragglers: "K" = the last K ranks; "3,7" (a comma in it) = exactly those ranks.
+std::vector<int> parse_stragglers(const std::string& text, int nranks) {
+  std::vector<int> late;
+  auto number = [&](const std::string& item) {
+    std::size_t used = 0;
+    int v = -1;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty())
+      throw Error(ErrorCode::InvalidUsage, "--stragglers '" + text + "': '" + item +
+                                               "' is not an integer, expected K (the last K ranks) or a list like 3,7");
+    return v;
+  };
+  if (text.find(',') == std::string::npos) {
+    const int k = number(text);
+    require(k >= 1 && k < nranks, "--stragglers " + text + ": expected K in [1, " + std::to_string(nranks - 1) + "]");
+    for (int r = nranks - k; r < nranks; ++r) late.push_back(r);
+    return late;
+  }
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');)
+    if (!item.empty()) late.push_back(number(item));
+  return late;  // synthesize() checks range and duplicates, naming the rank
+}
+
 struct SynthArgs {
   std::string algo = "stragglar";
   int nranks = 0;
   std::optional<int> straggler;
+  std::string stragglers;
   std::string pipeline = "1";
   std::string bytes = "1G", alpha = "3us", bandwidth = "450GiB/s";
   std::string output;
@@ -44,6 +73,7 @@ CostModel cost_from(const std::string& alpha, const std::string& bandwidth, cons
 int run_synth(const SynthArgs& a) {
   SynthOptions o;
   o.straggler = a.straggler;
+  if (!a.stragglers.empty()) o.stragglers = parse_stragglers(a.stragglers, a.nranks);
   o.pipeline = parse_pipeline(a.pipeline);
   o.bytes = parse_bytes(a.bytes);
   o.cost = cost_from(a.alpha, a.bandwidth);
@@ -87,6 +117,9 @@ struct SimArgs {
   std::string bytes;
   std::string algo = "all";
   std::optional<int> straggler;
+  std::string stragglers;  // issue #23: several late ranks
+  int hosts = 0;           // two link classes: hosts of n/hosts ranks, inter_bandwidth between them
+  std::string inter_bandwidth;
   std::string pipeline = "1";
   std::string alpha = "3us", bandwidth = "450GiB/s", delay = "ideal", format = "table";
   std::string reduce_bandwidth;  // empty: reductions cost nothing (γ = 0)
@@ -99,7 +132,21 @@ struct SimRow {
 };
 
 int run_simulate(const SimArgs& a) {
-  const CostModel cost = cost_from(a.alpha, a.bandwidth, a.reduce_bandwidth);
+  CostModel cost = cost_from(a.alpha, a.bandwidth, a.reduce_bandwidth);
+  if (a.hosts > 0) {
+    require(a.nranks % a.hosts == 0, "--hosts " + std::to_string(a.hosts) + ": expected a divisor of n = " +
+                                         std::to_string(a.nranks));
+    require(!a.inter_bandwidth.empty(), "--hosts needs --inter-bandwidth (the links between hosts)");
+    cost.ranks_per_host = a.nranks / a.hosts;
+    cost.inter_beta_s_per_byte = 1.0 / parse_bandwidth_Bps(a.inter_bandwidth);
+  } else {
+    require(a.inter_bandwidth.empty(), "--inter-bandwidth needs --hosts H");
+  }
+  // Late ranks: --stragglers (a set, issue #23), else --straggler, else n-1. Every algorithm
+  // runs with all of them late; single-straggler schedules are told the last of them.
+  std::vector<int> late;
+  if (!a.stragglers.empty()) late = parse_stragglers(a.stragglers, a.nranks);
+  else late.push_back(a.straggler.value_or(a.nranks - 1));
   const std::size_t bytes = parse_bytes(a.bytes);
   require(bytes > 0, "bytes = 0, expected a positive buffer size");
   Delay delay;
@@ -116,12 +163,17 @@ int run_simulate(const SimArgs& a) {
   auto run_one = [&](Algorithm algo) {
     SynthOptions o;
     o.straggler = a.straggler;
+    if (algo == Algorithm::stragglar_k || algo == Algorithm::hierarchical) o.stragglers = late;
+    else if (late.size() > 1 && algorithm_info(algo).uses_straggler) o.straggler = late.back();
     o.pipeline = pipeline;
     o.bytes = bytes;
     o.cost = cost;
     if (algo == Algorithm::stragglar && pipeline == kPipelineAuto) o.pipeline = choose_pipeline(a.nranks, bytes, cost);
     const Schedule s = synthesize(algo, a.nranks, o);
-    return SimRow{to_string(algo), algo == Algorithm::stragglar ? o.pipeline : 0, simulate(s, bytes, cost, delay)};
+    int K = 0;  // chunks per punctual rank, for the pipelined rows
+    if (algo == Algorithm::stragglar) K = o.pipeline;
+    if (algo == Algorithm::stragglar_k) K = s.nchunks / (a.nranks - static_cast<int>(s.late_ranks().size()));
+    return SimRow{to_string(algo), K, simulate(s, bytes, cost, delay, late)};
   };
   const SimRow ring = run_one(Algorithm::ring);
   std::vector<SimRow> rows;
@@ -182,13 +234,14 @@ int run_simulate(const SimArgs& a) {
 int main(int argc, char** argv) {
   CLI::App app{"stragglar: straggler-aware AllReduce schedules — synthesize, verify, simulate"};
   app.require_subcommand(1);
-  const std::string algos = "stragglar, ring, rhd, allpairs, broadcast (alias direct)";
+  const std::string algos = algorithm_names(true);
 
   SynthArgs sa;
   CLI::App* synth = app.add_subcommand("synth", "synthesize a schedule and print it as stragglar-schedule/1 JSON");
   synth->add_option("--algo,-a", sa.algo, "algorithm: " + algos)->capture_default_str();
   synth->add_option("--nranks,-n", sa.nranks, "number of ranks")->required();
   synth->add_option("--straggler,-s", sa.straggler, "the straggler's rank (default n-1)");
+  synth->add_option("--stragglers", sa.stragglers, "stragglar-k: K (the last K ranks) or a list of late ranks like 3,7");
   synth->add_option("--pipeline,-k", sa.pipeline, "StragglAR: chunks per rank K, or auto")->capture_default_str();
   synth->add_option("--bytes", sa.bytes, "buffer size, for --pipeline auto")->capture_default_str();
   synth->add_option("--alpha", sa.alpha, "latency per message, for --pipeline auto")->capture_default_str();
@@ -206,6 +259,10 @@ int main(int argc, char** argv) {
   sim->add_option("--bytes,-b", ma.bytes, "buffer size (1024, 64M, 1G ...)")->required();
   sim->add_option("--algo,-a", ma.algo, "comma-separated algorithms, or all")->capture_default_str();
   sim->add_option("--straggler,-s", ma.straggler, "the straggler's rank (default n-1)");
+  sim->add_option("--stragglers", ma.stragglers,
+                  "several late ranks arriving together: K (the last K) or a list like 3,7; every algorithm runs with all of them late");
+  sim->add_option("--hosts", ma.hosts, "two link classes: n/H ranks per host (host-major), --inter-bandwidth between hosts");
+  sim->add_option("--inter-bandwidth", ma.inter_bandwidth, "bandwidth between hosts, with --hosts");
   sim->add_option("--pipeline,-k", ma.pipeline, "StragglAR: chunks per rank K, or auto")->capture_default_str();
   sim->add_option("--alpha", ma.alpha, "latency per message (ns/us/ms/s)")->capture_default_str();
   sim->add_option("--bandwidth", ma.bandwidth, "link bandwidth (GB/s, GiB/s ...)")->capture_default_str();

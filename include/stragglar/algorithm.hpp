@@ -17,6 +17,8 @@ enum class Algorithm : int {
   rhd = stragglar_algo_rhd,
   allpairs = stragglar_algo_allpairs,
   broadcast = stragglar_algo_broadcast,
+  stragglar_k = stragglar_algo_stragglar_k,  // several late ranks (SynthOptions::stragglers)
+  hierarchical = stragglar_algo_hierarchical,  // the late ranks are one host (SynthOptions::stragglers)
   native = stragglar_algo_native,    // the engine's own AllReduce; no schedule
   automatic = stragglar_algo_auto,   // "auto": straggler and algorithm chosen online; no schedule
 };

@@ -24,6 +24,11 @@ struct Options {
   // The rank expected last; -1 = n-1. StragglAR and broadcast run with it; auto takes it as a
   // hint (its StragglAR candidate's straggler until the late rank is measured).
   int straggler = -1;
+  // Several ranks late together (issue #23, a slow node): stragglar-k's late set (distinct
+  // ranks, at most n/2, any order; empty: {straggler}). A set of one is the straggler for every
+  // algorithm; stragglar and broadcast refuse a larger one; ring, rhd, allpairs, native and auto
+  // ignore it (auto does not learn or use a set yet). hierarchical takes one host's ranks.
+  std::vector<int> stragglers;
   int pipeline = kPipelineAuto;  // StragglAR chunks per rank K in [1, kMaxPipeline]; 0 = the cost model
   // Cost model for pipeline == kPipelineAuto and for auto; nullopt = STRAGGLAR_ALPHA_US /
   // STRAGGLAR_BANDWIDTH_GBPS / STRAGGLAR_REDUCE_BANDWIDTH_GBPS when set, else CostModel{}.

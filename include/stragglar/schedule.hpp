@@ -46,9 +46,15 @@ struct Schedule {
   std::string algorithm;
   int nranks = 0;
   std::optional<int> straggler;  // nullopt for algorithms that single none out
+  // Several late ranks (StragglAR-k, issue #23): the whole set, ascending, and then `straggler`
+  // is nullopt. Empty when the schedule singles out one rank or none. JSON: "stragglers": [...].
+  std::vector<int> stragglers;
   int nchunks = 0;
   int ports = 1;
   std::vector<Phase> phases;
+
+  // The late ranks the schedule names: `stragglers`, else {straggler}, else {}.
+  std::vector<int> late_ranks() const;
 
   int total_rounds() const;
   // Rounds of the phases that wait for the straggler (the exposed part in the ideal case).

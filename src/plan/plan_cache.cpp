@@ -1,6 +1,7 @@
 // Process-wide caches of verified schedules and compiled plans (plan_cache.hpp).
 #include "plan/plan_cache.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -29,7 +30,19 @@ ScheduleKey normalized(const ScheduleKey& key) {
     throw Error(ErrorCode::InvalidUsage, "plan cache: nranks = " + std::to_string(key.nranks) + ", expected " +
                                              std::to_string(kMinRanks) + " <= nranks <= " + std::to_string(kMaxRanks));
   ScheduleKey k = key;
-  if (info.uses_straggler) {
+  if (!key.stragglers.empty()) {  // several late ranks: stragglar-k only (issue #23)
+    const std::vector<int>& late = key.stragglers;
+    if ((key.algorithm != Algorithm::stragglar_k && key.algorithm != Algorithm::hierarchical) || late.size() < 2 || 2 * late.size() > static_cast<std::size_t>(key.nranks))
+      throw Error(ErrorCode::InvalidUsage, "plan cache: " + std::to_string(late.size()) + " stragglers for " + info.name +
+                                               " on " + std::to_string(key.nranks) +
+                                               " ranks, expected stragglar-k or hierarchical with 2 <= k <= n/2");
+    for (std::size_t i = 0; i < late.size(); ++i)
+      if (late[i] < 0 || late[i] >= key.nranks || (i > 0 && late[i] <= late[i - 1]))
+        throw Error(ErrorCode::InvalidUsage, "plan cache: stragglers[" + std::to_string(i) + "] = " +
+                                                 std::to_string(late[i]) + ", expected ascending ranks in [0, " +
+                                                 std::to_string(key.nranks) + ")");
+    k.straggler = -1;
+  } else if (info.uses_straggler) {
     if (key.straggler < 0 || key.straggler >= key.nranks)
       throw Error(ErrorCode::InvalidUsage, std::string("plan cache: straggler = ") + std::to_string(key.straggler) +
                                                " for " + info.name + ", expected a rank in [0, " +
@@ -56,6 +69,7 @@ PackedSchedule synthesize_canonical(const ScheduleKey& k) {
   } else {
     SynthOptions o;
     o.pipeline = k.pipeline;  // straggler: n-1, the default
+    for (std::size_t j = k.stragglers.size(); j > 0; --j) o.stragglers.push_back(k.nranks - static_cast<int>(j));
     emit(synthesize(k.algorithm, k.nranks, o), packed);
   }
   return packed.take();
@@ -75,12 +89,21 @@ struct PlanEntry {
 };
 constexpr std::size_t kPlansKept = 64;
 
-using FullKey = std::tuple<int, int, int, int>;
-FullKey full_key(const ScheduleKey& k) { return {static_cast<int>(k.algorithm), k.nranks, k.straggler, k.pipeline}; }
+using FullKey = std::tuple<int, int, int, int, std::vector<int>>;
+FullKey full_key(const ScheduleKey& k) {
+  return {static_cast<int>(k.algorithm), k.nranks, k.straggler, k.pipeline, k.stragglers};
+}
+
+// The renaming from the canonical schedule to key's: none, the straggler rotation, or the late set's.
+std::vector<int> relabeling_of(const ScheduleKey& k) {
+  if (!k.stragglers.empty()) return late_set_relabeling(k.nranks, k.stragglers);
+  if (k.straggler >= 0 && k.straggler != k.nranks - 1) return straggler_relabeling(k.nranks, k.straggler);
+  return {};
+}
 
 struct Caches {
   std::mutex mutex;
-  std::map<std::tuple<int, int, int>, std::shared_ptr<Canonical>> canonical;
+  std::map<std::tuple<int, int, int, int>, std::shared_ptr<Canonical>> canonical;  // + number of late ranks
   std::vector<PlanEntry> plans;  // the kPlansKept most recently used
   std::uint64_t clock = 0;
   std::map<FullKey, std::weak_ptr<const Schedule>> schedules;
@@ -104,7 +127,7 @@ std::shared_ptr<const PackedSchedule> cached_canonical(const ScheduleKey& key, b
   std::shared_ptr<Canonical> entry;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    auto& slot = c.canonical[{static_cast<int>(k.algorithm), k.nranks, k.pipeline}];
+    auto& slot = c.canonical[{static_cast<int>(k.algorithm), k.nranks, k.pipeline, static_cast<int>(k.stragglers.size())}];
     if (!slot) slot = std::make_shared<Canonical>();
     entry = slot;
   }
@@ -122,16 +145,19 @@ std::shared_ptr<const PackedSchedule> cached_canonical(const ScheduleKey& key, b
 }
 
 Plan compile_relabeled(const PackedSchedule& p, int straggler, int rank) {
+  return compile_relabeled(p, straggler >= 0 ? straggler_relabeling(p.header().nranks, straggler) : std::vector<int>{},
+                           rank);
+}
+
+Plan compile_relabeled(const PackedSchedule& p, const std::vector<int>& perm, int rank) {
   const ScheduleHeader& h = p.header();
   if (rank < 0 || rank >= h.nranks)
     throw Error(ErrorCode::InvalidUsage,
                 "compile: rank " + std::to_string(rank) + " is outside [0, " + std::to_string(h.nranks) + ")");
-  std::vector<int> perm;
-  int q = rank;  // the canonical rank that becomes `rank`
-  if (straggler >= 0) {
-    perm = straggler_relabeling(h.nranks, straggler);
-    q = inverse(perm)[static_cast<std::size_t>(rank)];
-  }
+  if (!perm.empty() && static_cast<int>(perm.size()) != h.nranks)
+    throw Error(ErrorCode::InvalidUsage, "compile: permutation of " + std::to_string(perm.size()) +
+                                             " ranks, expected " + std::to_string(h.nranks));
+  const int q = perm.empty() ? rank : inverse(perm)[static_cast<std::size_t>(rank)];  // canonical rank that becomes `rank`
   const auto name = [&](int r) { return perm.empty() ? r : perm[static_cast<std::size_t>(r)]; };
   // The transfers of q, renamed, in a schedule of otherwise empty rounds: compile() sees there
   // exactly what it sees of `rank` in the relabelled schedule, so the plan is the same.
@@ -139,6 +165,8 @@ Plan compile_relabeled(const PackedSchedule& p, int straggler, int rank) {
   mine.algorithm = h.algorithm;
   mine.nranks = h.nranks;
   mine.straggler = h.straggler ? std::optional<int>(name(*h.straggler)) : std::nullopt;
+  for (int r : h.stragglers) mine.stragglers.push_back(name(r));
+  std::sort(mine.stragglers.begin(), mine.stragglers.end());
   mine.nchunks = h.nchunks;
   mine.ports = h.ports;
   mine.phases.reserve(p.phases().size());
@@ -166,12 +194,8 @@ std::shared_ptr<const Schedule> cached_schedule(const ScheduleKey& key, bool ver
       if (auto s = it->second.lock()) return s;
   }
   ScheduleCollector collect;
-  if (k.straggler >= 0 && k.straggler != k.nranks - 1) {
-    const std::vector<int> perm = straggler_relabeling(k.nranks, k.straggler);
-    canonical->emit(collect, &perm);
-  } else {
-    canonical->emit(collect);
-  }
+  const std::vector<int> perm = relabeling_of(k);
+  canonical->emit(collect, perm.empty() ? nullptr : &perm);
   auto s = std::make_shared<const Schedule>(collect.take());
   std::lock_guard<std::mutex> lock(c.mutex);
   std::erase_if(c.schedules, [](const auto& e) { return e.second.expired(); });
@@ -194,8 +218,7 @@ std::shared_ptr<const Plan> cached_plan(const ScheduleKey& key, int rank, bool v
         return e.plan;
       }
   }
-  const int straggler = k.straggler >= 0 && k.straggler != k.nranks - 1 ? k.straggler : -1;
-  auto plan = std::make_shared<const Plan>(compile_relabeled(*canonical, straggler, rank));
+  auto plan = std::make_shared<const Plan>(compile_relabeled(*canonical, relabeling_of(k), rank));
   std::lock_guard<std::mutex> lock(c.mutex);
   for (PlanEntry& e : c.plans)  // another thread may have compiled it meanwhile
     if (e.key == k && e.rank == rank) return e.plan;

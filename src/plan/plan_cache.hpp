@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "stragglar/plan.hpp"
 #include "stragglar/schedule.hpp"
@@ -23,6 +24,9 @@ struct ScheduleKey {
   int nranks;
   int straggler;  // the straggler rank, or -1 for algorithms that single none out (caller normalises)
   int pipeline;   // resolved K >= 1 (1 for every algorithm but stragglar)
+  // stragglar-k with several late ranks (issue #23): the set, ascending, and straggler = -1.
+  // Its canonical schedule has them at n-k..n-1 and is relabelled with late_set_relabeling.
+  std::vector<int> stragglers = {};
   bool operator==(const ScheduleKey&) const = default;
 };
 
@@ -44,6 +48,8 @@ std::shared_ptr<const PackedSchedule> cached_canonical(const ScheduleKey& key, b
 // relabelled schedule: the canonical rank that becomes `rank` is compiled, its peers renamed.
 // straggler < 0: no renaming. Throws Error(InvalidUsage) for a rank outside [0, n).
 Plan compile_relabeled(const PackedSchedule& canonical, int straggler, int rank);
+// The same with any renaming (canonical rank r becomes perm[r]; empty: none).
+Plan compile_relabeled(const PackedSchedule& canonical, const std::vector<int>& perm, int rank);
 
 // Drops every cached schedule and plan (tests and benchmarks measure first calls with it).
 void clear_plan_cache();

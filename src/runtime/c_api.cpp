@@ -21,6 +21,11 @@ stragglar::Options stragglar::detail::options_from_c(const stragglar_options* op
   o.algorithm = static_cast<Algorithm>(c.algorithm);
   o.straggler = c.straggler;
   o.pipeline = c.pipeline;
+  // A negative count or a NULL array with a count is refused by the call (late_set_of names it):
+  // rank -1 stands for it, as no valid set holds it.
+  if (c.nstragglers < 0 || c.nstragglers > stragglar::kMaxRanks || (c.nstragglers > 0 && c.stragglers == nullptr))
+    o.stragglers = {-1};
+  else if (c.nstragglers > 0) o.stragglers.assign(c.stragglers, c.stragglers + c.nstragglers);
   return o;
 }
 
@@ -51,6 +56,8 @@ void stragglar_options_init(stragglar_options* opts) {
   opts->algorithm = static_cast<stragglar_algorithm>(o.algorithm);
   opts->straggler = o.straggler;
   opts->pipeline = o.pipeline;
+  opts->stragglers = nullptr;
+  opts->nstragglers = 0;
 }
 
 const char* stragglar_last_error(void) { return t_last_error.c_str(); }

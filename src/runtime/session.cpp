@@ -14,6 +14,7 @@
 
 #include "plan/plan_cache.hpp"
 #include "runtime/env.hpp"
+#include "runtime/late_set.hpp"
 #include "stragglar/simulate.hpp"
 #include "stragglar/verify.hpp"
 
@@ -22,10 +23,11 @@ namespace {
 
 // ---- the agreement signature ----------------------------------------------------------------
 // One element-wise max over ranks of (v, -v) gives every rank the max and min of each field.
-enum Field { kOk, kAlgorithm, kStraggler, kPipeline, kResolvedK, kCount, kDtype, kOp, kPhases, kCost, kFields };
+enum Field { kOk, kAlgorithm, kStraggler, kPipeline, kResolvedK, kCount, kDtype, kOp, kPhases, kCost, kStragglers, kFields };
 constexpr std::array<const char*, kFields> kFieldNames = {
     "ok",    "algorithm", "straggler", "pipeline", "pipeline (resolved K)", "count", "dtype", "op",
-    "phases", "cost model (auto decides from it: pass the same Options::cost / STRAGGLAR_* model)"};
+    "phases", "cost model (auto decides from it: pass the same Options::cost / STRAGGLAR_* model)",
+    "stragglers (a fingerprint of the set)"};
 constexpr std::size_t kFailingRank = 2 * kFields;  // max of -rank: the lowest rank that failed
 constexpr std::size_t kTag = kFailingRank + 1;     // max of every rank's next free tag
 constexpr std::size_t kSignatureSize = kTag + 1;
@@ -182,7 +184,7 @@ std::size_t Session::KeyHash::operator()(const Key& k) const noexcept {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
   for (std::uint64_t v : {std::uint64_t(k.algorithm), std::uint64_t(k.straggler), std::uint64_t(k.pipeline),
                           std::uint64_t(k.count), std::uint64_t(k.dtype), std::uint64_t(k.op),
-                          std::uint64_t(k.phases)}) {
+                          std::uint64_t(k.phases), k.stragglers}) {
     h ^= v;
     h *= 1099511628211ull;
   }
@@ -277,10 +279,16 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
     const AlgorithmInfo& info = algorithm_info(o.algorithm);
     cfg.algorithm = o.algorithm;
     cfg.straggler = info.uses_straggler ? key.straggler : -1;
+    cfg.stragglers = o.stragglers;
+    std::sort(cfg.stragglers.begin(), cfg.stragglers.end());
+    std::vector<int> late = late_set_of(o, nranks_, api_);  // issue #23: several late ranks
+    if (late.size() == 1 && info.uses_straggler) cfg.straggler = late.front();
+    if (late.size() == 1) late.clear();
+    if (!late.empty()) cfg.straggler = -1;
     const std::size_t bytes = count * size_of(dtype);
     resolved_k = resolve_pipeline(o, nranks_, bytes);
     if (info.kind == AlgorithmKind::schedule && nranks_ > 1 && count > 0) {
-      const ScheduleKey sk{o.algorithm, nranks_, cfg.straggler, static_cast<int>(resolved_k)};
+      const ScheduleKey sk{o.algorithm, nranks_, cfg.straggler, static_cast<int>(resolved_k), late};
       cfg.plan = cached_plan(sk, rank_, env().verify);
       ensure_scratch(Executor::scratch_bytes(*cfg.plan, count, dtype));
     }
@@ -305,7 +313,8 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
                                            key.dtype,
                                            key.op,
                                            key.phases,
-                                           cost};
+                                           cost,
+                                           static_cast<std::int64_t>(key.stragglers >> 2)};  // >> 2: -v must not overflow
   std::array<std::int64_t, kSignatureSize> v{};
   for (std::size_t i = 0; i < kFields; ++i) {
     v[i] = sig[i];
@@ -355,8 +364,16 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
                         const Options& o, PhaseSelection phases) {
   if (broken_) throw_broken();
   const Key key{static_cast<int>(o.algorithm), o.straggler < 0 ? nranks_ - 1 : o.straggler, o.pipeline, count,
-                static_cast<int>(dtype), static_cast<int>(op), static_cast<int>(phases)};
+                static_cast<int>(dtype), static_cast<int>(op), static_cast<int>(phases),
+                late_set_fingerprint(o.stragglers)};
   auto it = configs_.find(key);
+  if (it != configs_.end() && !o.stragglers.empty()) {  // a fingerprint is not the set: compare, allocation-free
+    const std::vector<int>& known = it->second.stragglers;
+    bool same = known.size() == o.stragglers.size();
+    for (std::size_t i = 0; same && i < o.stragglers.size(); ++i)
+      same = std::binary_search(known.begin(), known.end(), o.stragglers[i]);
+    if (!same) throw Error(ErrorCode::Internal, std::string(api_) + ": two late sets share a fingerprint");
+  }
   const Config& cfg = it != configs_.end() ? it->second
                                            : first_call(key, sendbuf, recvbuf, count, dtype, op, o, phases);
   if (it != configs_.end()) {  // pointers change per call

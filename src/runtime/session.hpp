@@ -137,6 +137,7 @@ class Session {
     int algorithm, straggler, pipeline;  // as requested (straggler -1 resolved to n-1)
     std::size_t count;
     int dtype, op, phases;
+    std::uint64_t stragglers = 0;  // late_set_fingerprint(Options::stragglers), issue #23
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
@@ -147,6 +148,7 @@ class Session {
     std::shared_ptr<const Plan> plan;  // null: native, auto, one rank, or count == 0
     Algorithm algorithm = Algorithm::stragglar;
     int straggler = -1;                // resolved, for last_choice(); -1 when unused
+    std::vector<int> stragglers;       // Options::stragglers sorted, to check a fingerprint hit
     int tag = 1;
     std::shared_ptr<AutoState> automatic;  // algorithm = auto on more than one rank
   };

@@ -1,5 +1,6 @@
 #include "schedule/packed_schedule.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -29,6 +30,8 @@ void PackedSchedule::emit(ScheduleSink& out, const std::vector<int>* perm) const
             "PackedSchedule::emit: permutation has " + std::to_string(perm->size()) + " entries, expected nranks = " +
                 std::to_string(h.nranks));
     if (h.straggler) h.straggler = (*perm)[static_cast<std::size_t>(*h.straggler)];
+    for (int& r : h.stragglers) r = (*perm)[static_cast<std::size_t>(r)];
+    std::sort(h.stragglers.begin(), h.stragglers.end());
   }
   out.begin(h);
   Round round;
@@ -110,7 +113,7 @@ PackedSchedule PackedScheduleBuilder::take() {
 
 PackedSchedule pack(const Schedule& s) {
   PackedScheduleBuilder b;
-  b.begin(ScheduleHeader{s.algorithm, s.nranks, s.straggler, s.nchunks, s.ports});
+  b.begin(ScheduleHeader{s.algorithm, s.nranks, s.straggler, s.nchunks, s.ports, s.stragglers});
   for (const Phase& phase : s.phases) {
     b.begin_phase(phase.name, phase.waits_for_straggler);
     for (const Round& round : phase.rounds) {

@@ -1,5 +1,6 @@
 #include "stragglar/schedule.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "stragglar/error.hpp"
@@ -8,6 +9,12 @@ namespace stragglar {
 
 const char* to_string(TransferOp op) noexcept {
   return op == TransferOp::reduce ? "reduce" : "copy";
+}
+
+std::vector<int> Schedule::late_ranks() const {
+  if (!stragglers.empty()) return stragglers;
+  if (straggler) return {*straggler};
+  return {};
 }
 
 int Schedule::total_rounds() const {
@@ -54,6 +61,7 @@ Schedule relabel(Schedule s, const std::vector<int>& perm) {
                          std::to_string(s.nranks - 1));
   };
   if (s.straggler) in_range(*s.straggler, "straggler");
+  for (int r : s.stragglers) in_range(r, "straggler");
   for (const Phase& phase : s.phases)
     for (const Round& round : phase.rounds)
       for (const Transfer& t : round) {
@@ -61,6 +69,8 @@ Schedule relabel(Schedule s, const std::vector<int>& perm) {
         in_range(t.dst, "dst");
       }
   if (s.straggler) s.straggler = perm[*s.straggler];
+  for (int& r : s.stragglers) r = perm[r];
+  std::sort(s.stragglers.begin(), s.stragglers.end());
   for (Phase& phase : s.phases)
     for (Round& round : phase.rounds)
       for (Transfer& t : round) {

@@ -1,6 +1,7 @@
 // "stragglar-schedule/1" reader and writer (format documented in README.md).
 #include "stragglar/schedule_json.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <iterator>
@@ -320,6 +321,10 @@ class JsonWriter final : public detail::ScheduleSink {
     field("straggler", true);
     if (h.straggler) number(*h.straggler);
     else buf_ += "null";
+    if (!h.stragglers.empty()) {  // several late ranks (issue #23); absent otherwise
+      field("stragglers", true);
+      buf_ += json(h.stragglers).dump();
+    }
     field("nchunks", true);
     number(h.nchunks);
     field("ports", true);
@@ -435,6 +440,7 @@ std::string schedule_to_json(const Schedule& s, int indent) {
   j["algorithm"] = s.algorithm;
   j["nranks"] = s.nranks;
   j["straggler"] = s.straggler ? json(*s.straggler) : json(nullptr);
+  if (!s.stragglers.empty()) j["stragglers"] = s.stragglers;  // several late ranks (issue #23)
   j["nchunks"] = s.nchunks;
   j["ports"] = s.ports == kAllPorts ? json("all") : json(s.ports);
   json phases = json::array();
@@ -460,7 +466,7 @@ Schedule schedule_from_json(const std::string& text) {
   }
   const std::string top = "top level";
   if (!j.is_object()) fail(top, "expected an object, got " + std::string(j.type_name()));
-  reject_unknown_keys(j, {"format", "algorithm", "nranks", "straggler", "nchunks", "ports", "phases"}, top);
+  reject_unknown_keys(j, {"format", "algorithm", "nranks", "straggler", "stragglers", "nchunks", "ports", "phases"}, top);
   const json& format = field(j, "format", top);
   if (format != kScheduleFormat) fail("format", format.dump() + ", expected \"" + kScheduleFormat + "\"");
 
@@ -471,6 +477,17 @@ Schedule schedule_from_json(const std::string& text) {
   s.nranks = get_int(field(j, "nranks", top), "nranks", 2, 1 << 20);
   const json& straggler = field(j, "straggler", top);
   if (!straggler.is_null()) s.straggler = get_int(straggler, "straggler", 0, s.nranks - 1);
+  if (j.contains("stragglers")) {  // optional (issue #23): a set of at least two late ranks
+    const json& set = j["stragglers"];
+    if (!set.is_array() || set.size() < 2) fail("stragglers", set.dump() + ", expected an array of at least two ranks");
+    if (s.straggler) fail("stragglers", "given together with straggler " + std::to_string(*s.straggler) +
+                                            ", expected straggler: null when stragglers names the set");
+    for (std::size_t i = 0; i < set.size(); ++i)
+      s.stragglers.push_back(get_int(set[i], "stragglers[" + std::to_string(i) + "]", 0, s.nranks - 1));
+    std::sort(s.stragglers.begin(), s.stragglers.end());
+    if (std::adjacent_find(s.stragglers.begin(), s.stragglers.end()) != s.stragglers.end())
+      fail("stragglers", set.dump() + ", expected distinct ranks");
+  }
   s.nchunks = get_int(field(j, "nchunks", top), "nchunks", 1, 1 << 24);
   const json& ports = field(j, "ports", top);
   if (ports == "all") s.ports = kAllPorts;
@@ -491,7 +508,7 @@ Schedule schedule_from_json(const std::string& text) {
     const json& waits = field(pj, "waits_for_straggler", pw);
     if (!waits.is_boolean()) fail(pw + ".waits_for_straggler", waits.dump() + ", expected true or false");
     p.waits_for_straggler = waits.get<bool>();
-    if (!p.waits_for_straggler && !s.straggler)
+    if (!p.waits_for_straggler && !s.straggler && s.stragglers.empty())
       fail(pw, "waits_for_straggler is false but the schedule names no straggler");
     const json& rounds = field(pj, "rounds", pw);
     if (!rounds.is_array()) fail(pw + ".rounds", "expected an array of rounds");
@@ -535,7 +552,7 @@ void synthesize_json(std::ostream& out, Algorithm algo, int nranks, const SynthO
   const int straggler = opts.straggler.value_or(nranks - 1);
   // StragglAR with arguments synthesize() accepts streams round by round; everything else
   // (other algorithms, and bad arguments, for synthesize()'s messages) goes through synthesize().
-  const bool stream = algo == Algorithm::stragglar && nranks >= kMinRanks && nranks <= kMaxRanks && straggler >= 0 &&
+  const bool stream = algo == Algorithm::stragglar && opts.stragglers.empty() && nranks >= kMinRanks && nranks <= kMaxRanks && straggler >= 0 &&
                       straggler < nranks && opts.pipeline >= 0 && opts.pipeline <= kMaxPipeline;
   if (!stream) {
     detail::emit(synthesize(algo, nranks, opts), writer);

@@ -1,5 +1,6 @@
 #include "schedule/schedule_sink.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -14,6 +15,7 @@ void ScheduleCollector::begin(const ScheduleHeader& header) {
   schedule_.straggler = header.straggler;
   schedule_.nchunks = header.nchunks;
   schedule_.ports = header.ports;
+  schedule_.stragglers = header.stragglers;
 }
 
 void ScheduleCollector::begin_phase(const std::string& name, bool waits_for_straggler) {
@@ -45,6 +47,13 @@ void RelabelingSink::begin(const ScheduleHeader& header) {
                          std::to_string(header.nranks - 1));
     renamed.straggler = perm_[static_cast<std::size_t>(s)];
   }
+  for (int& s : renamed.stragglers) {
+    if (s < 0 || s >= header.nranks)
+      require(false, "relabel: straggler " + std::to_string(s) + " out of range, expected 0.." +
+                         std::to_string(header.nranks - 1));
+    s = perm_[static_cast<std::size_t>(s)];
+  }
+  std::sort(renamed.stragglers.begin(), renamed.stragglers.end());
   next_.begin(renamed);
 }
 
@@ -62,7 +71,7 @@ void RelabelingSink::add_round(Round& round) {
 }
 
 void emit(const Schedule& s, ScheduleSink& out) {
-  out.begin(ScheduleHeader{s.algorithm, s.nranks, s.straggler, s.nchunks, s.ports});
+  out.begin(ScheduleHeader{s.algorithm, s.nranks, s.straggler, s.nchunks, s.ports, s.stragglers});
   Round copy;
   for (const Phase& phase : s.phases) {
     out.begin_phase(phase.name, phase.waits_for_straggler);

@@ -20,6 +20,7 @@ struct ScheduleHeader {
   std::optional<int> straggler;
   int nchunks = 0;
   int ports = 1;
+  std::vector<int> stragglers;  // Schedule::stragglers (several late ranks), ascending
 };
 
 // Calls: begin, then per phase begin_phase and its rounds, then end.

@@ -11,18 +11,19 @@
 namespace stragglar {
 namespace {
 
-// Bytes each rank sends / receives / reduces in one round; a transfer moves
-// |chunks|·s/nchunks bytes.
+// Wire time (β·bytes, per link class) each rank spends sending / receiving in one round, and
+// the bytes it reduces; a transfer moves |chunks|·s/nchunks bytes.
 struct RoundLoad {
   std::unordered_map<int, double> sent, received, reduced;
 };
 
-RoundLoad load_of(const Round& round, double chunk_bytes) {
+RoundLoad load_of(const Round& round, double chunk_bytes, const CostModel& cost) {
   RoundLoad l;
   for (const Transfer& t : round) {
     const double b = static_cast<double>(t.chunks.size()) * chunk_bytes;
-    l.sent[t.src] += b;
-    l.received[t.dst] += b;
+    const double wire = cost.beta_between(t.src, t.dst) * b;
+    l.sent[t.src] += wire;
+    l.received[t.dst] += wire;
     if (t.op == TransferOp::reduce) l.reduced[t.dst] += b;
   }
   return l;
@@ -38,9 +39,9 @@ double reduced_by(const RoundLoad& l, int rank) {
 // receiver wait for its sender's shared bandwidth, can be slower there. Single-port: equal.)
 double round_time_s(const RoundLoad& l, const CostModel& cost) {
   double slowest = 0;
-  for (const auto& [rank, sent] : l.sent) slowest = std::max(slowest, cost.beta_s_per_byte * sent);
+  for (const auto& [rank, sent] : l.sent) slowest = std::max(slowest, sent);
   for (const auto& [rank, received] : l.received)
-    slowest = std::max(slowest, cost.beta_s_per_byte * received + cost.gamma_s_per_byte * reduced_by(l, rank));
+    slowest = std::max(slowest, received + cost.gamma_s_per_byte * reduced_by(l, rank));
   return cost.alpha_s + slowest;
 }
 
@@ -48,6 +49,9 @@ void check_cost(const CostModel& cost) {
   require(cost.alpha_s >= 0, "alpha = " + std::to_string(cost.alpha_s) + " s, expected >= 0");
   require(cost.beta_s_per_byte > 0, "beta = " + std::to_string(cost.beta_s_per_byte) + " s/B, expected > 0 (a finite bandwidth)");
   require(cost.gamma_s_per_byte >= 0, "gamma = " + std::to_string(cost.gamma_s_per_byte) + " s/B, expected >= 0");
+  require(cost.ranks_per_host >= 0, "ranks per host = " + std::to_string(cost.ranks_per_host) + ", expected >= 0");
+  require(cost.ranks_per_host == 0 || (cost.inter_beta_s_per_byte > 0 && std::isfinite(cost.inter_beta_s_per_byte)),
+          "inter-host beta = " + std::to_string(cost.inter_beta_s_per_byte) + " s/B, expected > 0 with hosts");
   require(std::isfinite(cost.alpha_s) && std::isfinite(cost.beta_s_per_byte) && std::isfinite(cost.gamma_s_per_byte),
           "alpha, beta, gamma = " + std::to_string(cost.alpha_s) + ", " + std::to_string(cost.beta_s_per_byte) + ", " +
               std::to_string(cost.gamma_s_per_byte) + ": expected finite values (a bandwidth too small to represent?)");
@@ -62,7 +66,7 @@ double lockstep_time_s(const Schedule& s, std::size_t bytes, const CostModel& co
   for (const Phase& p : s.phases) {
     if (waiting_phases_only && !p.waits_for_straggler) continue;
     for (const Round& r : p.rounds)
-      if (!r.empty()) t += round_time_s(load_of(r, chunk_bytes), cost);
+      if (!r.empty()) t += round_time_s(load_of(r, chunk_bytes, cost), cost);
   }
   return t;
 }
@@ -77,14 +81,13 @@ EventResult simulate_events(const Schedule& s, std::size_t bytes, const CostMode
   std::vector<double> ready = arrival_s;  // when each rank has finished everything so far
   for (const Phase& p : s.phases)
     for (const Round& r : p.rounds) {
-      const RoundLoad load = load_of(r, chunk_bytes);
+      const RoundLoad load = load_of(r, chunk_bytes, cost);
       std::unordered_map<int, double> done;  // rank -> end of its last transfer this round
       for (const Transfer& t : r) {
         // Both ends must have finished their previous rounds; with several ports the
         // transfer shares the sender's and the receiver's bandwidth with the round's others.
         const double start = std::max(ready[t.src], ready[t.dst]);
-        const double end = start + cost.alpha_s +
-                           cost.beta_s_per_byte * std::max(load.sent.at(t.src), load.received.at(t.dst));
+        const double end = start + cost.alpha_s + std::max(load.sent.at(t.src), load.received.at(t.dst));
         double& a = done[t.src];
         a = std::max(a, end);
         // The receiver then reduces what it got (γ): it is busy, the sender is not.
@@ -101,9 +104,18 @@ EventResult simulate_events(const Schedule& s, std::size_t bytes, const CostMode
 }
 
 SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay) {
+  std::vector<int> late = s.late_ranks();
+  if (late.empty()) late.push_back(s.nranks - 1);
+  return simulate(s, bytes, cost, delay, late);
+}
+
+SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay, const std::vector<int>& late) {
   require(delay.ideal || delay.seconds >= 0,
           "delay = " + std::to_string(delay.seconds) + " s, expected >= 0 or ideal");
-  const int late = s.straggler.value_or(s.nranks - 1);
+  require(!late.empty(), "late ranks: none given, expected at least one");
+  for (int r : late)
+    require(r >= 0 && r < s.nranks,
+            "late rank " + std::to_string(r) + ", expected a rank in [0, " + std::to_string(s.nranks) + ")");
   std::vector<double> arrival(static_cast<std::size_t>(s.nranks), 0.0);
   SimResult res;
   res.rounds = s.total_rounds();
@@ -116,7 +128,7 @@ SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, 
   } else {
     res.delay_s = delay.seconds;
   }
-  arrival[late] = res.delay_s;
+  for (int r : late) arrival[static_cast<std::size_t>(r)] = res.delay_s;
   res.time_s = simulate_events(s, bytes, cost, arrival).last_finish_s;
   res.exposed_s = res.time_s - res.delay_s;
   return res;

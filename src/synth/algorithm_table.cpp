@@ -18,8 +18,23 @@ Schedule broadcast(int n, int straggler, const SynthOptions&) {
   return detail::synthesize_broadcast(n, straggler);
 }
 
+Schedule stragglar_k(int n, int straggler, const SynthOptions& opts) {
+  std::vector<int> late = opts.stragglers;
+  if (late.empty()) late.push_back(straggler);
+  std::sort(late.begin(), late.end());
+  return detail::synthesize_stragglar_k(n, late, opts);
+}
+
+Schedule hierarchical(int n, int straggler, const SynthOptions& opts) {
+  std::vector<int> late = opts.stragglers;
+  if (late.empty()) late.push_back(straggler);
+  std::sort(late.begin(), late.end());
+  return detail::synthesize_hierarchical(n, late, opts);
+}
+
 constexpr std::string_view kBroadcastAliases[] = {"direct"};  // the paper's code name
 constexpr std::string_view kNativeAliases[] = {"mpi", "nccl", "gloo"};
+constexpr std::string_view kStragglarKAliases[] = {"stragglar_k", "stragglark"};
 
 constexpr AlgorithmInfo kTable[] = {
     {Algorithm::stragglar, "stragglar", {}, AlgorithmKind::schedule, true, true,
@@ -33,6 +48,11 @@ constexpr AlgorithmInfo kTable[] = {
      "MSCCL allpairs: every rank exchanges with every other at once, 2 rounds"},
     {Algorithm::broadcast, "broadcast", kBroadcastAliases, AlgorithmKind::schedule, true, false,
      &broadcast, "the others AllReduce during the delay, one exchange with the straggler, a broadcast"},
+    {Algorithm::stragglar_k, "stragglar-k", kStragglarKAliases, AlgorithmKind::schedule, true, true, &stragglar_k,
+     "k ranks late together (issue #23): ReduceScatter among the others during the delay, then each late rank "
+     "sends its data to the chunks' collectors and receives final chunks"},
+    {Algorithm::hierarchical, "hierarchical", {}, AlgorithmKind::schedule, true, false, &hierarchical,
+     "a late host (the k late ranks are one host of k): reduce inside hosts, StragglAR across hosts, gather inside"},
     {Algorithm::native, "native", kNativeAliases, AlgorithmKind::native, false, false, nullptr,
      "the engine's own AllReduce (MPI_Allreduce, ncclAllReduce, Gloo)"},
     {Algorithm::automatic, "auto", {}, AlgorithmKind::automatic, false, false, nullptr,
@@ -117,6 +137,31 @@ Schedule synthesize(Algorithm algo, int nranks, const SynthOptions& opts) {
   require(opts.pipeline >= 0 && opts.pipeline <= kMaxPipeline,
           "pipeline = " + std::to_string(opts.pipeline) + ", expected a K in [1, " + std::to_string(kMaxPipeline) +
               "] or auto");
+  if (opts.stragglers.empty()) return row.synthesize(nranks, straggler, opts);
+  // A set of late ranks (issue #23): distinct ranks in range; one of them is `straggler`.
+  std::vector<int> late = opts.stragglers;
+  std::sort(late.begin(), late.end());
+  for (std::size_t i = 0; i < late.size(); ++i) {
+    require(late[i] >= 0 && late[i] < nranks, "stragglers: rank " + std::to_string(late[i]) +
+                                                  ", expected ranks in [0, " + std::to_string(nranks) + ")");
+    require(i == 0 || late[i] != late[i - 1], "stragglers: rank " + std::to_string(late[i]) + " given twice, expected distinct ranks");
+  }
+  require(!opts.straggler || std::find(late.begin(), late.end(), *opts.straggler) != late.end(),
+          "straggler = " + std::to_string(opts.straggler.value_or(-1)) + " is not in stragglers, expected one of them or none");
+  if (algo == Algorithm::stragglar_k || algo == Algorithm::hierarchical) {
+    require(2 * late.size() <= static_cast<std::size_t>(nranks),
+            "stragglers: " + std::to_string(late.size()) + " late ranks on " + std::to_string(nranks) +
+                " ranks, expected at most n/2 = " + std::to_string(nranks / 2));
+    return row.synthesize(nranks, late.front(), opts);
+  }
+  if (late.size() == 1) {
+    SynthOptions one = opts;
+    one.straggler = late.front();
+    one.stragglers.clear();
+    return row.synthesize(nranks, late.front(), one);
+  }
+  require(!row.uses_straggler, std::string("algorithm '") + row.name + "' handles one late rank, got " +
+                                   std::to_string(late.size()) + " stragglers; expected stragglar-k for several");
   return row.synthesize(nranks, straggler, opts);
 }
 

@@ -160,7 +160,7 @@ void emit_stragglar(int n, int K, ScheduleSink& out) {
   require(static_cast<long long>(K) * m <= kMaxChunks,
           "stragglar: pipeline = " + std::to_string(K) + " gives " + std::to_string(static_cast<long long>(K) * m) +
               " chunks on " + std::to_string(n) + " ranks, expected at most " + std::to_string(kMaxChunks));
-  out.begin(ScheduleHeader{"stragglar", n, n - 1, K * m, 1});
+  out.begin(ScheduleHeader{"stragglar", n, n - 1, K * m, 1, {}});
 
   // Precondition (§3.1): rank i ends with the partial sum over ranks 0..n-2 of chunks
   // {i, i+m, ..., i+(K-1)m} — exactly the chunks it reduces with σ in rounds i, i+m, ...

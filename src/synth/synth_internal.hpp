@@ -38,6 +38,16 @@ Schedule synthesize_stragglar(int n, int straggler, const SynthOptions& opts);
 // (what the plan cache packs: StragglAR at n = 4096 never exists as a Schedule there).
 void emit_stragglar(int n, int pipeline, ScheduleSink& out);
 
+// StragglAR-k (src/synth/stragglar_k.cpp): the ranks in `late` (distinct, ascending, k <= n/2)
+// arrive together; phase `reduce_scatter` among the others + phase `allreduce`.
+Schedule synthesize_stragglar_k(int n, const std::vector<int>& late, const SynthOptions& opts);
+// Hierarchical StragglAR (src/synth/hierarchical.cpp): `late` is one host (k consecutive ranks
+// from a multiple of k, hosts of k ranks, k <= n/2 dividing n).
+Schedule synthesize_hierarchical(int n, const std::vector<int>& late, const SynthOptions& opts);
+// The permutation taking the canonical late ranks n-k..n-1 onto `late` (ascending), the
+// punctual ranks onto the rest in order.
+std::vector<int> late_set_relabeling(int n, const std::vector<int>& late);
+
 // Rotation that moves rank n-1 to `straggler` and keeps the others in cyclic order.
 std::vector<int> straggler_relabeling(int n, int straggler);
 

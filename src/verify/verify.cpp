@@ -62,6 +62,7 @@ class ScheduleSource {
   int nchunks() const { return s_.nchunks; }
   int ports() const { return s_.ports; }
   std::optional<int> straggler() const { return s_.straggler; }
+  const std::vector<int>& stragglers() const { return s_.stragglers; }
   std::size_t nphases() const { return s_.phases.size(); }
   const std::string& phase_name(std::size_t p) const { return s_.phases[p].name; }
   bool phase_waits(std::size_t p) const { return s_.phases[p].waits_for_straggler; }
@@ -89,6 +90,7 @@ class PackedSource {
   int nchunks() const { return s_.header().nchunks; }
   int ports() const { return s_.header().ports; }
   std::optional<int> straggler() const { return s_.header().straggler; }
+  const std::vector<int>& stragglers() const { return s_.header().stragglers; }
   std::size_t nphases() const { return s_.phases().size(); }
   const std::string& phase_name(std::size_t p) const { return s_.phases()[p].name; }
   bool phase_waits(std::size_t p) const { return s_.phases()[p].waits_for_straggler; }
@@ -672,6 +674,14 @@ class Verifier {
     const std::optional<int> st = s_.straggler();
     if (st && (*st < 0 || *st >= n))
       return bad("straggler = " + std::to_string(*st) + ", expected a rank in [0, " + std::to_string(n) + ")");
+    const std::vector<int>& set = s_.stragglers();
+    if (st && !set.empty()) return bad("straggler and stragglers both given, expected one of them");
+    for (std::size_t i = 0; i < set.size(); ++i) {
+      if (set[i] < 0 || set[i] >= n)
+        return bad("stragglers[" + std::to_string(i) + "] = " + std::to_string(set[i]) + ", expected a rank in [0, " +
+                   std::to_string(n) + ")");
+      if (i > 0 && set[i] <= set[i - 1]) return bad("stragglers not strictly ascending");
+    }
     return true;
   }
 
@@ -747,7 +757,12 @@ class Verifier {
   void read_part(Part& part) {
     const int n = n_;
     const bool single_port = s_.ports() == 1;
-    const std::optional<int> straggler = s_.straggler();
+    // The late ranks (one straggler, or the set of StragglAR-k, issue #23): none of them may
+    // take part in a phase that does not wait for them.
+    std::vector<char> late(static_cast<std::size_t>(n), 0);
+    bool any_late = false;
+    if (const std::optional<int> st = s_.straggler()) late[static_cast<std::size_t>(*st)] = 1, any_late = true;
+    for (int r : s_.stragglers()) late[static_cast<std::size_t>(r)] = 1, any_late = true;
     if (!sparse_) {
       part.entries.resize(static_cast<std::size_t>(nchunks_));
       part.last_round.assign(static_cast<std::size_t>(nchunks_), kNone);
@@ -779,9 +794,10 @@ class Verifier {
           if (t.src == t.dst) return err("a rank cannot send to itself");
           if (t.chunks.empty()) return err("no chunks");
           if (!waits) {
-            if (!straggler) return err("phase does not wait for the straggler but the schedule names none");
-            if (t.src == *straggler || t.dst == *straggler)
-              return err("straggler " + std::to_string(*straggler) + " takes part in a phase that does not wait for it");
+            if (!any_late) return err("phase does not wait for the straggler but the schedule names none");
+            if (late[static_cast<std::size_t>(t.src)] || late[static_cast<std::size_t>(t.dst)])
+              return err("straggler " + std::to_string(late[static_cast<std::size_t>(t.src)] ? t.src : t.dst) +
+                         " takes part in a phase that does not wait for it");
           }
           PortUse& from = use[static_cast<std::size_t>(t.src)];
           PortUse& to = use[static_cast<std::size_t>(t.dst)];
@@ -895,10 +911,20 @@ class Verifier {
   std::vector<ChunkEntries> entries_;  // theirs, in order
 };
 
-std::string summary_line(const std::string& algorithm, int nranks, std::optional<int> straggler, int nchunks, int ports,
+std::string summary_line(const std::string& algorithm, int nranks, std::optional<int> straggler,
+                         const std::vector<int>& stragglers, int nchunks, int ports,
                          const std::vector<std::pair<std::string, std::size_t>>& phases, const VerifyReport& r) {
   std::ostringstream o;
-  o << algorithm << " n=" << nranks << " straggler=" << (straggler ? std::to_string(*straggler) : "none")
+  std::string late = straggler ? std::to_string(*straggler) : "none";
+  if (!stragglers.empty()) {
+    late.clear();
+    for (std::size_t i = 0; i < stragglers.size() && i < 8; ++i) {  // a few: readable at any k
+      if (i > 0) late.push_back(',');
+      late.append(std::to_string(stragglers[i]));
+    }
+    if (stragglers.size() > 8) late.append(",... (" + std::to_string(stragglers.size()) + " ranks)");
+  }
+  o << algorithm << " n=" << nranks << (stragglers.empty() ? " straggler=" : " stragglers=") << late
     << " chunks=" << nchunks << " ports=" << (ports == kAllPorts ? "all" : std::to_string(ports)) << ": ";
   for (std::size_t i = 0; i < phases.size(); ++i) o << (i ? " + " : "") << phases[i].first << " " << phases[i].second;
   o << " rounds, beta cost " << r.beta_cost_total << " s";
@@ -921,7 +947,7 @@ void verify_or_throw(const Schedule& s) {
 std::string summary(const Schedule& s, const VerifyReport& r) {
   std::vector<std::pair<std::string, std::size_t>> phases;
   for (const Phase& p : s.phases) phases.emplace_back(p.name, p.rounds.size());
-  return summary_line(s.algorithm, s.nranks, s.straggler, s.nchunks, s.ports, phases, r);
+  return summary_line(s.algorithm, s.nranks, s.straggler, s.stragglers, s.nchunks, s.ports, phases, r);
 }
 
 namespace detail {
@@ -947,7 +973,7 @@ std::string summary(const PackedSchedule& s, const VerifyReport& r) {
   std::vector<std::pair<std::string, std::size_t>> phases;
   for (const PackedSchedule::PhaseInfo& p : s.phases()) phases.emplace_back(p.name, p.end_round - p.first_round);
   const ScheduleHeader& h = s.header();
-  return summary_line(h.algorithm, h.nranks, h.straggler, h.nchunks, h.ports, phases, r);
+  return summary_line(h.algorithm, h.nranks, h.straggler, h.stragglers, h.nchunks, h.ports, phases, r);
 }
 
 }  // namespace detail

@@ -78,7 +78,7 @@ python3 - "$tmp/sim.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: simulate
 import json, sys
 rows = json.load(open(sys.argv[1]))
 need = {"algorithm", "nranks", "bytes", "rounds", "time_us", "exposed_us", "speedup_vs_ring"}
-assert len(rows) == 5 and all(need <= set(r) for r in rows), rows
+assert len(rows) == 7 and all(need <= set(r) for r in rows), rows
 ring = [r for r in rows if r["algorithm"] == "ring"][0]
 assert abs(ring["speedup_vs_ring"] - 1) < 1e-12
 PY
@@ -87,6 +87,20 @@ expect 0 "algorithm,nranks,bytes" -- "$cli" simulate -n 6 -b 1M --format csv
 expect 0 "reduce-bandwidth=225GiB/s" -- "$cli" simulate -n 4 -b 1G --algo ring --reduce-bandwidth 225GiB/s
 expect 0 "6684.67" -- "$cli" simulate -n 4 -b 1G --algo ring --reduce-bandwidth 225GiB/s --format csv
 expect 2 "bandwidth 'slow'" -- "$cli" simulate -n 8 -b 1G --reduce-bandwidth slow
+
+# Several late ranks and two link classes (issue #23)
+expect 0 "" -- "$cli" synth -a stragglar-k -n 10 --stragglers 3,7,0 -o "$tmp/k.json"
+expect 0 "OK: stragglar-k n=10 stragglers=0,3,7" -- "$cli" verify "$tmp/k.json"
+expect 0 "OK: hierarchical n=8 stragglers=4,5,6,7" -- sh -c "'$cli' synth -a hierarchical -n 8 --stragglers 4 | '$cli' verify -"
+expect 0 "1.531x" -- "$cli" simulate -n 16 -b 1G --stragglers 2 -k auto -a ring,stragglar-k
+expect 2 "'x' is not an integer, expected K" -- "$cli" simulate -n 8 -b 1G --stragglers x
+expect 2 "expected K in [1, 7]" -- "$cli" simulate -n 8 -b 1G --stragglers 9
+expect 2 "stragglers: rank 9, expected ranks in [0, 8)" -- "$cli" synth -a stragglar-k -n 8 --stragglers 1,9
+expect 2 "expected at most n/2 = 4" -- "$cli" synth -a stragglar-k -n 8 --stragglers 5
+expect 2 "expected stragglar-k for several" -- "$cli" synth -a stragglar -n 8 --stragglers 6,7
+expect 2 "--hosts 3: expected a divisor of n = 8" -- "$cli" simulate -n 8 -b 1G --hosts 3 --inter-bandwidth 10GB/s
+expect 2 "--inter-bandwidth needs --hosts H" -- "$cli" simulate -n 8 -b 1G --inter-bandwidth 10GB/s
+expect 0 "hierarchical" -- "$cli" simulate -n 64 -b 1G --stragglers 8 --hosts 8 --inter-bandwidth 100GiB/s -a stragglar-k,hierarchical
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -12,6 +12,11 @@
 //   test_mpi_allreduce auto_late [R] algorithm = auto, rank R late by 30 ms before each of 30 calls:
 //                                    the same choice on every rank, exact results, R reported late
 //   test_mpi_allreduce tiny_timeout  (with STRAGGLAR_TIMEOUT_S=1e-9) success or Timeout, no crash
+//   test_mpi_allreduce cluster       (under scripts/cluster.sh) every algorithm, stragglar-k and
+//                                    hierarchical told the last host late, a few dtypes and counts
+//   test_mpi_allreduce late_set      stragglar-k and hierarchical (issue #23) with several late ranks: sets of 1..n/2
+//                                    ranks × dtype × op × counts, C and C++, late ranks delayed;
+//                                    a set for stragglar and mismatched sets are refused
 //
 // Results are compared with a float64 reference computed from the very inputs (rounded to the
 // dtype), within a bound on the dtype's rounding error; every rank must hold identical bits.
@@ -121,6 +126,7 @@ struct Case {
   int delay_ms;
   bool c_api;
   std::uint64_t seed;
+  std::vector<int> stragglers = {};  // Options::stragglers (issue #23); all of them are delayed
 };
 
 std::string describe(const Case& c) {
@@ -142,7 +148,9 @@ void run_case(const Case& c) {
     store_element(c.in_place ? recv.data() : send.data(), i, c.dtype, input(c.seed, g_rank, i, c.dtype, c.op));
   const std::vector<unsigned char> send_before = send;
 
-  if (c.delay_ms > 0 && g_rank == c.straggler)
+  const bool late = g_rank == c.straggler ||
+                    std::find(c.stragglers.begin(), c.stragglers.end(), g_rank) != c.stragglers.end();
+  if (c.delay_ms > 0 && late)
     std::this_thread::sleep_for(std::chrono::milliseconds(c.delay_ms));
   const void* sbuf = c.in_place ? static_cast<const void*>(recv.data()) : send.data();
   try {
@@ -151,6 +159,8 @@ void run_case(const Case& c) {
       stragglar_options_init(&o);
       o.algorithm = static_cast<stragglar_algorithm>(options_for(c.algo).algorithm);  // the C enum = the table's ids
       o.straggler = c.straggler;
+      o.stragglers = c.stragglers.empty() ? nullptr : c.stragglers.data();
+      o.nstragglers = static_cast<int>(c.stragglers.size());
       const stragglar_result r = stragglar_mpi_allreduce(
           c.in_place ? MPI_IN_PLACE : sbuf, recv.data(), c.count, static_cast<stragglar_dtype>(c.dtype),
           static_cast<stragglar_op>(c.op), MPI_COMM_WORLD, &o);
@@ -161,6 +171,7 @@ void run_case(const Case& c) {
     } else {
       Options o = options_for(c.algo);
       o.straggler = c.straggler;
+      o.stragglers = c.stragglers;
       allreduce(sbuf, recv.data(), c.count, c.dtype, c.op, MPI_COMM_WORLD, o);
     }
   } catch (const std::exception& e) {
@@ -583,6 +594,92 @@ int tiny_timeout() {
 
 }  // namespace
 
+// stragglar-k with several late ranks (issue #23): exact on every rank for sets of 1..n/2 ranks,
+// in any order; refused where it cannot run, with buffers untouched.
+int late_set() {
+  std::vector<std::vector<int>> sets = {{g_n - 1}};
+  if (g_n >= 4) sets.push_back({g_n - 1, g_n - 2});
+  if (g_n >= 4) sets.push_back({g_n / 2, 0});
+  if (g_n >= 6) sets.push_back({1, 3, 5});
+  if (g_n >= 2) {
+    std::vector<int> half;
+    for (int r = g_n - 1; r >= g_n - g_n / 2; --r) half.push_back(r);
+    sets.push_back(half);
+  }
+  std::uint64_t seed = 7000;
+  int cases = 0;
+  for (const std::vector<int>& set : sets)
+    for (DataType t : {DataType::float32, DataType::float64, DataType::bfloat16, DataType::int64})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::avg})
+        for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1009}, std::size_t{100003}})
+          for (int in_place = 0; in_place < 2; ++in_place) {
+            const bool c_api = (cases++ % 2) == 0;
+            const int delay = count == 1009 && op == ReduceOp::sum ? 3 : 0;
+            run_case({"stragglar-k", t, op, count, in_place == 1, -1, delay, c_api, ++seed, set});
+            // hierarchical where the set is one host of |set| ranks (host-major)
+            const int k = static_cast<int>(set.size());
+            const int first = *std::min_element(set.begin(), set.end());
+            if (2 * k <= g_n && g_n % k == 0 && first % k == 0 && *std::max_element(set.begin(), set.end()) == first + k - 1)
+              run_case({"hierarchical", t, op, count, in_place == 1, -1, delay, !c_api, ++seed, set});
+          }
+  if (g_n >= 4) {
+    std::vector<double> in(64, 1.0), out(64, -1.0);
+    const std::vector<double> out_before = out;
+    Options o = options_for("stragglar");
+    o.stragglers = {g_n - 1, g_n - 2};
+    try {
+      allreduce(in.data(), out.data(), in.size(), DataType::float64, ReduceOp::sum, MPI_COMM_WORLD, o);
+      fail("stragglar with two stragglers: no error");
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::InvalidUsage || std::string(e.what()).find("expected stragglar-k") == std::string::npos)
+        fail(std::string("stragglar with two stragglers: ") + e.what());
+    }
+    o = options_for("stragglar-k");
+    o.stragglers = {g_rank == 0 ? 0 : g_n - 1, g_n - 2};  // rank 0 names another set
+    try {
+      allreduce(in.data(), out.data(), in.size(), DataType::float64, ReduceOp::sum, MPI_COMM_WORLD, o);
+      fail("mismatched stragglers: no error");
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Mismatch) fail(std::string("mismatched stragglers: ") + e.what());
+    }
+    // C: a count without an array is refused on every rank, buffers untouched.
+    stragglar_options c;
+    stragglar_options_init(&c);
+    c.algorithm = stragglar_algo_stragglar_k;
+    c.stragglers = nullptr;
+    c.nstragglers = 2;
+    if (stragglar_mpi_allreduce(in.data(), out.data(), in.size(), stragglar_float64, stragglar_sum, MPI_COMM_WORLD, &c) !=
+        stragglar_invalid_usage)
+      fail(std::string("C stragglers = NULL, nstragglers = 2: expected invalid usage, got: ") + stragglar_last_error());
+    if (out != out_before) fail("refused stragglers: recvbuf modified");
+  }
+  return 0;
+}
+
+// Every algorithm across the testbed's hosts (scripts/cluster.sh, issue #23): the last host of
+// `per_host` ranks is the late set of stragglar-k and hierarchical, rank n-1 the straggler of the
+// others; the late host is delayed in part of the calls.
+int cluster(int per_host) {
+  std::vector<int> last_host;
+  for (int r = g_n - per_host; r < g_n; ++r) last_host.push_back(r);
+  std::vector<std::string> algos = kAlgos;
+  algos.push_back("stragglar-k");
+  if (g_n % per_host == 0 && 2 * per_host <= g_n) algos.push_back("hierarchical");
+  std::uint64_t seed = 9000;
+  int cases = 0;
+  for (const std::string& algo : algos)
+    for (DataType t : {DataType::float32, DataType::float64, DataType::int64})
+      for (std::size_t count : {std::size_t{1}, std::size_t{1009}, std::size_t{100003}}) {
+        const bool set = algo == "stragglar-k" || algo == "hierarchical";
+        const ReduceOp op = t == DataType::float64 ? ReduceOp::max : ReduceOp::sum;
+        const int delay = count == 1009 ? 5 : 0;
+        run_case({algo, t, op, count, (cases % 2) == 0, g_n - 1, delay, (cases % 3) == 0, ++seed,
+                  set ? last_host : std::vector<int>{}});
+        ++cases;
+      }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -597,6 +694,10 @@ int main(int argc, char** argv) {
     errors();
   } else if (mode == "auto_late") {
     auto_late(argc > 2 ? std::atoi(argv[2]) : g_n / 2, 30, 30);
+  } else if (mode == "cluster") {
+    cluster(argc > 2 ? std::atoi(argv[2]) : 4);
+  } else if (mode == "late_set") {
+    late_set();
   } else if (mode == "tiny_timeout") {
     tiny_timeout();
   } else if (mode == "late") {

@@ -112,6 +112,14 @@ class Verifier {
       return bad("ports = " + std::to_string(s_.ports) + ", expected 1 or all");
     if (s_.straggler && (*s_.straggler < 0 || *s_.straggler >= n))
       return bad("straggler = " + std::to_string(*s_.straggler) + ", expected a rank in [0, " + std::to_string(n) + ")");
+    if (s_.straggler && !s_.stragglers.empty()) return bad("straggler and stragglers both given, expected one of them");
+    for (std::size_t i = 0; i < s_.stragglers.size(); ++i) {
+      const int r = s_.stragglers[i];
+      if (r < 0 || r >= n)
+        return bad("stragglers[" + std::to_string(i) + "] = " + std::to_string(r) + ", expected a rank in [0, " +
+                   std::to_string(n) + ")");
+      if (i > 0 && r <= s_.stragglers[i - 1]) return bad("stragglers not strictly ascending");
+    }
     return true;
   }
 
@@ -145,9 +153,11 @@ class Verifier {
       if (t.src == t.dst) return err("a rank cannot send to itself");
       if (t.chunks.empty()) return err("no chunks");
       if (!phase.waits_for_straggler) {
-        if (!s_.straggler) return err("phase does not wait for the straggler but the schedule names none");
-        if (t.src == *s_.straggler || t.dst == *s_.straggler)
-          return err("straggler " + std::to_string(*s_.straggler) +
+        const std::vector<int> late = s_.late_ranks();  // one straggler or a set (issue #23)
+        if (late.empty()) return err("phase does not wait for the straggler but the schedule names none");
+        const bool src_late = std::find(late.begin(), late.end(), t.src) != late.end();
+        if (src_late || std::find(late.begin(), late.end(), t.dst) != late.end())
+          return err("straggler " + std::to_string(src_late ? t.src : t.dst) +
                      " takes part in a phase that does not wait for it");
       }
       if (s_.ports == 1) {

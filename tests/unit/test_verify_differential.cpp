@@ -52,6 +52,15 @@ std::vector<Schedule> corpus() {
         out.push_back(synthesize(a, n, o));
       }
     }
+  // Several late ranks (issue #23): a set, and a late host.
+  for (int n : {4, 6, 8, 9, 12, 16}) {
+    SynthOptions o;
+    o.stragglers = {0, n / 2, n - 1};
+    if (2 * 3 <= n) out.push_back(synthesize(Algorithm::stragglar_k, n, o));
+    o.stragglers.clear();
+    for (int r = n / 2; r < n; ++r) o.stragglers.push_back(r);
+    if (n % 2 == 0) out.push_back(synthesize(Algorithm::hierarchical, n, o));
+  }
   return out;
 }
 

@@ -52,7 +52,7 @@ struct Entry {
   Options options;   // algorithm, straggler (-1 for auto), pipeline; cost set per run
 };
 
-std::vector<Entry> parse_entries(const EngineFlags& f, int straggler) {
+std::vector<Entry> parse_entries(const EngineFlags& f, int straggler, const std::vector<int>& late) {
   std::vector<Entry> out;
   std::stringstream list(f.algos);
   std::string text;
@@ -69,6 +69,8 @@ std::vector<Entry> parse_entries(const EngineFlags& f, int straggler) {
       e.options.pipeline = parse_pipeline_text(text.substr(colon + 1), "--algo entry '" + text + "' pipeline");
     }
     e.options.straggler = info.kind == AlgorithmKind::automatic ? -1 : straggler;
+    if (e.options.algorithm == Algorithm::stragglar_k || e.options.algorithm == Algorithm::hierarchical)
+      e.options.stragglers = late;
     out.push_back(std::move(e));
   }
   require(!out.empty(), "--algo '" + f.algos + "' names no algorithm");
@@ -208,14 +210,20 @@ std::string fmt(const char* f, double v) {
 // ---- the benchmark ------------------------------------------------------------------------------
 class Bench {
  public:
-  Bench(const EngineFlags& f, Backend& b, DataType t, ReduceOp op, int straggler, std::vector<Move> moves)
-      : f_(f), b_(b), t_(t), op_(op), es_(size_of(t)), straggler_(straggler), moves_(std::move(moves)) {}
+  Bench(const EngineFlags& f, Backend& b, DataType t, ReduceOp op, int straggler, std::vector<Move> moves,
+        std::vector<int> late)
+      : f_(f), b_(b), t_(t), op_(op), es_(size_of(t)), straggler_(straggler), moves_(std::move(moves)),
+        late_(std::move(late)) {}
 
   CostModel calibrate(std::size_t large);
   Row run_row(const Entry& entry, std::size_t bytes, const std::optional<CostModel>& cost);
 
  private:
   bool delaying() const { return !f_.ideal && f_.delay_ms > 0; }
+  // This rank sleeps --delay in an iteration whose delayed rank is `delayed` (--stragglers: all of them).
+  bool delayed_here(int delayed) const {
+    return delaying() && (g_rank == delayed || std::find(late_.begin(), late_.end(), g_rank) != late_.end());
+  }
   // The delayed rank of timed iteration `iter` (warm-up and check: that of iteration 0).
   int delayed_rank(int iter) const {
     int r = straggler_;
@@ -236,6 +244,7 @@ class Bench {
   std::size_t es_;
   int straggler_;
   std::vector<Move> moves_;
+  std::vector<int> late_;  // --stragglers (empty: the one delayed rank)
   std::vector<std::byte> host_, expected_, result_;
   std::vector<std::byte> expected_pattern_;
   std::vector<double> magnitude_;  // per pattern element: Σ_r |input| (the loose bound)
@@ -274,7 +283,7 @@ Backend::Times Bench::iterate(const Options& o, bool schedule, std::size_t count
   b_.drain();
   MPI_Barrier(MPI_COMM_WORLD);  // the common start
   b_.mark_start();
-  if (delaying() && g_rank == delayed) b_.sleep(f_.delay_ms);
+  if (delayed_here(delayed)) b_.sleep(f_.delay_ms);
   b_.mark_entry();
   b_.allreduce(count, t_, op_, o, phases);
   b_.mark_exit();
@@ -342,7 +351,7 @@ Row Bench::run_row(const Entry& entry, std::size_t bytes, const std::optional<Co
       const Backend::Times t = iterate(o, schedule, row.count, delayed);
       const detail::Choice c = b_.last_choice();
       const bool fresh = f_.check && std::find(checked.begin(), checked.end(), c) == checked.end();
-      double local[3] = {t.exit_s, delaying() && g_rank == delayed ? t.entry_s : 0.0, fresh ? 1.0 : 0.0};
+      double local[3] = {t.exit_s, delayed_here(delayed) ? t.entry_s : 0.0, fresh ? 1.0 : 0.0};
       double global[3] = {0, 0, 0};
       MPI_Allreduce(local, global, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       times.push_back(global[0]);
@@ -367,7 +376,8 @@ Row Bench::run_row(const Entry& entry, std::size_t bytes, const std::optional<Co
       Delay d;
       d.ideal = f_.ideal;
       d.seconds = f_.ideal ? 0 : f_.delay_ms * 1e-3;
-      const SimResult sim = simulate(*schedule_for(o, g_n, row.bytes), row.bytes, *cost, d);
+      const SimResult sim = late_.empty() ? simulate(*schedule_for(o, g_n, row.bytes), row.bytes, *cost, d)
+                                          : simulate(*schedule_for(o, g_n, row.bytes), row.bytes, *cost, d, late_);
       row.predicted_us = sim.time_s * 1e6;
       row.predicted_exposed_us = sim.exposed_s * 1e6;
     }
@@ -578,6 +588,9 @@ std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, EngineFl
   app.add_option("--csv", f.csv_file, "Write rows as CSV");
   app.add_option("--move-straggler", f.move_straggler,
                  "I:R[,I:R...]: from timed iteration I (0-based) on, rank R is the delayed one");
+  app.add_option("--stragglers", f.stragglers,
+                 "R,R[,...]: these ranks all come --delay late (a slow node, issue #23); stragglar-k is told the "
+                 "set, stragglar and broadcast the last of them (--straggler is then ignored)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -593,10 +606,30 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
   const ReduceOp op = parse_reduce_op(f.op_name);
   require(f.straggler >= -1 && f.straggler < g_n,
           "--straggler " + std::to_string(f.straggler) + " is outside [0, " + std::to_string(g_n) + ") (or -1)");
-  const int straggler = f.straggler < 0 ? g_n - 1 : f.straggler;
+  int straggler = f.straggler < 0 ? g_n - 1 : f.straggler;
+  std::vector<int> late;  // --stragglers
+  {
+    std::stringstream list(f.stragglers);
+    for (std::string item; std::getline(list, item, ',');) {
+      std::size_t used = 0;
+      int r = -1;
+      try {
+        r = std::stoi(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      require(used == item.size() && !item.empty() && r >= 0 && r < g_n,
+              "--stragglers '" + f.stragglers + "': '" + item + "' is not a rank in [0, " + std::to_string(g_n) + ")");
+      late.push_back(r);
+    }
+    std::sort(late.begin(), late.end());
+    require(std::adjacent_find(late.begin(), late.end()) == late.end(), "--stragglers '" + f.stragglers + "' names a rank twice");
+    if (!late.empty()) straggler = late.back();
+  }
   (void)parse_pipeline_text(f.pipeline, "--pipeline");
-  const std::vector<Entry> entries = parse_entries(f, straggler);
+  const std::vector<Entry> entries = parse_entries(f, straggler, late);
   std::vector<Move> moves = parse_moves(f.move_straggler, f.iters);
+  require(moves.empty() || late.empty(), "--move-straggler and --stragglers: expected one of them");
   require(moves.empty() || !f.ideal, "--move-straggler: the ideal case (--ideal) delays no rank");
   const std::size_t lo = parse_bytes(f.min_bytes), hi = parse_bytes(f.max_bytes);
   require(lo <= hi, "-b " + f.min_bytes + " is larger than -e " + f.max_bytes);
@@ -614,11 +647,12 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
       std::max(hi / static_cast<std::size_t>(std::max(1, g_n - 1)), std::size_t{1} << 20) / es * es;
   backend.allocate(std::max(hi, f.calibrate ? calib_bytes : 0) + es);
   const std::string transport = backend.transport();
-  Bench bench(f, backend, t, op, straggler, moves);
+  Bench bench(f, backend, t, op, straggler, moves, late);
   std::optional<CostModel> cost;
   if (f.calibrate) cost = bench.calibrate(calib_bytes);
 
   if (g_rank == 0) print_header(tool, f, transport, straggler, moves, cost.has_value());
+  if (g_rank == 0 && !late.empty()) std::printf("# late ranks (--stragglers): %s, each %g ms late\n", f.stragglers.c_str(), f.delay_ms);
   std::vector<Row> rows;
   int rc = 0;
   for (std::size_t bytes : sizes) {

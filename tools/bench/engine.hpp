@@ -30,6 +30,7 @@ struct EngineFlags : BenchFlags {
   bool calibrate = false;
   std::string csv_file;
   std::string move_straggler;  // "I:R[,I:R...]": from timed iteration I on, rank R is delayed
+  std::string stragglers;      // "6,7": these ranks are all delayed (issue #23); stragglar-k is told the set
 };
 
 // One rank's data path. Every call is made on every rank in the same order.
