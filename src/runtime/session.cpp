@@ -160,6 +160,35 @@ class PredictionCache {
   std::vector<Curve> curves_;
 };
 
+// Small messages (docs/auto.md "Small messages"): auto runs the engine's native AllReduce with
+// no policy when the model says no schedule can beat it at any delay: even with the straggler
+// infinitely late, StragglAR's exposed time (what runs after it arrives) is no shorter than the
+// best bulk-synchronous schedule at no delay, which is what native is modelled as. A function of
+// the configuration and the agreed cost model only: the same answer on every rank.
+namespace {
+bool no_schedule_can_win(const Options& o, int nranks, std::size_t bytes) {
+  Options base = o;
+  base.cost = o.cost.value_or(env().cost);
+  PredictionCache model(base, nranks, bytes);
+  const double late_for_ever = 1e4;
+  const double best_case = model(Choice{Algorithm::stragglar, nranks - 1}, late_for_ever);
+  const double bulk = std::min(model(Choice{Algorithm::ring, -1}, 0.0), model(Choice{Algorithm::rhd, -1}, 0.0));
+  return best_case >= bulk;
+}
+
+// How many calls one exchange should cover: 1 (decide after every call) when an exchange, an
+// AllReduce of a few hundred bytes (2 log2 n latencies in the model), costs at most 2% of the
+// cheapest candidate's call; else the period (a lag engine always: at most one exchange in flight).
+int calls_per_exchange(PredictionCache& model, int nranks, const CostModel& cost, int period, int lag) {
+  if (lag > 0) return period;
+  double cheapest = std::numeric_limits<double>::infinity();
+  for (Algorithm a : {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd})
+    cheapest = std::min(cheapest, model(Choice{a, nranks - 1}, 0.0));
+  const double exchange = 2.0 * std::ceil(std::log2(static_cast<double>(nranks))) * cost.alpha_s;
+  return exchange <= 0.02 * cheapest ? 1 : period;
+}
+}  // namespace
+
 struct Session::AutoState {
   AutoState(PolicyConfig config, Predictor predictor) : policy(std::move(config), std::move(predictor)) {}
   StragglerPolicy policy;
@@ -286,7 +315,15 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
     }
     if (info.kind == AlgorithmKind::automatic) {
       cost = cost_fingerprint(o.cost.value_or(env().cost));
-      if (nranks_ > 1 && count > 0) cfg.automatic = make_auto(count, dtype, o);
+      if (nranks_ > 1 && count > 0) {
+        if (no_schedule_can_win(o, nranks_, bytes)) {
+          cfg.auto_native = true;
+          cfg.algorithm = Algorithm::native;
+          engine_.reserve_native(bytes);
+        } else {
+          cfg.automatic = make_auto(count, dtype, o);
+        }
+      }
     }
   } catch (const Error& e) {
     local = e;
@@ -381,7 +418,8 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
       run_auto(*cfg.automatic, cfg.tag, sendbuf, recvbuf, count, dtype, op);
     } else {
       last_choice_ = {cfg.algorithm, cfg.straggler};
-      run(cfg.algorithm, cfg.plan.get(), cfg.tag, sendbuf, recvbuf, count, dtype, op, phases);
+      run(cfg.algorithm, cfg.plan.get(), cfg.tag, sendbuf, recvbuf, count, dtype, op, phases,
+          /*bounded=*/cfg.auto_native);
     }
   } catch (const Error& e) {
     // A timeout or engine failure leaves peers out of step: nothing may run on this
@@ -419,6 +457,7 @@ std::shared_ptr<Session::AutoState> Session::make_auto(std::size_t count, DataTy
   Options base = o;
   base.cost = o.cost.value_or(env().cost);
   auto model = std::make_shared<PredictionCache>(base, nranks_, pc.bytes);
+  pc.exchange_every = calls_per_exchange(*model, nranks_, *base.cost, pc.period, engine_.measurement_lag());
   Predictor predict = [model](const Choice& c, double delay_s) { return (*model)(c, delay_s); };
   auto a = std::make_shared<AutoState>(std::move(pc), std::move(predict));
   a->exchange.resize(static_cast<std::size_t>(a->policy.exchange_size()));

@@ -149,6 +149,9 @@ class Session {
     int straggler = -1;                // resolved, for last_choice(); -1 when unused
     int tag = 1;
     std::shared_ptr<AutoState> automatic;  // algorithm = auto on more than one rank
+    // algorithm = auto on a message too small for any schedule to win (docs/auto.md "Small
+    // messages"): the engine's bounded native at once, no policy, measurement or exchange.
+    bool auto_native = false;
   };
 
   const Config& first_call(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,

@@ -321,6 +321,13 @@ void StragglerPolicy::plan_exploration(int best) {
   // could be the best within the model's error but lacks fresh measurements. At most min_samples
   // exploration calls per candidate every refresh_windows decisions, so delays that keep
   // changing do not turn into endless exploration.
+  // A candidate never measured is ranked by the model alone (its ratio to the model's best at
+  // the current delays): the scale measured on other candidates differs from one algorithm to
+  // the next on a loaded host, so scaled estimates would let far candidates in.
+  double model_best = std::numeric_limits<double>::infinity();
+  for (const Estimate& e : est_)
+    if (std::isfinite(e.predicted)) model_best = std::min(model_best, e.predicted);
+  const double model_band = model_best * (1 + config_.model_error + 2 * noise_);
   std::vector<Need>& needs = needs_;
   needs.clear();
   for (std::size_t k = 0; k < cands_.size(); ++k) {
@@ -335,11 +342,15 @@ void StragglerPolicy::plan_exploration(int best) {
     // measured, rules them out (a 300 ms straggler: ring, rhd and native are not run once).
     if (unknown)
       calls = std::min(1, config_.min_samples - c.burst_calls);
-    else if (e.value <= band && e.fresh < config_.min_samples)
+    else if ((have == 0 && std::isfinite(e.predicted) ? e.predicted <= model_band : e.value <= band) &&
+             e.fresh < config_.min_samples)
       calls = std::min(config_.min_samples - e.fresh, config_.min_samples - c.burst_calls);
     else if (have >= 1 && have < config_.min_samples && e.value <= wide)
       calls = std::min(config_.min_samples - have, config_.min_samples - c.burst_calls);
-    if (calls <= 0 && e.value * (e.measured ? 1 : 1 + config_.switch_margin) < est_[static_cast<std::size_t>(incumbent_)].value)
+    const Estimate& inc = est_[static_cast<std::size_t>(incumbent_)];
+    const bool looks_faster = have == 0 ? e.predicted * (1 + config_.switch_margin) < inc.predicted  // model alone
+                                        : e.value * (e.measured ? 1 : 1 + config_.switch_margin) < inc.value;
+    if (calls <= 0 && looks_faster)
       // Looks faster but not beyond the noise, or looks faster at a delay its measurements
       // were not taken at (budget spent): one call per plan to settle the question.
       calls = 1;
