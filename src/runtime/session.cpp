@@ -198,7 +198,6 @@ struct Session::AutoState {
     std::shared_ptr<const Plan> plan;  // null for native
   };
   std::vector<Sub> subs;  // the choices run so far, each with its plan (the first run builds it)
-  bool warmed = false;    // the configuration's first call ran (unmeasured, see run_auto)
   int untaken = 0;        // calls timed whose time is not recorded yet (GPU: the lag)
   bool in_flight = false; // an exchange begun and not yet decided
   int in_flight_age = 0;  // calls since it began
@@ -453,6 +452,7 @@ std::shared_ptr<Session::AutoState> Session::make_auto(std::size_t count, DataTy
   // An exchange must be decided before the next one begins (at most one in flight).
   pc.period = std::max(env().auto_period, engine_.measurement_lag());
   pc.keep_evidence = env().debug_info;
+  pc.first_call_synchronised = true;  // it follows the agreement
   pc.initial_straggler = o.straggler;  // a hint: StragglAR's straggler until one is measured  // the switch evidence is text: only when it is printed
   Options base = o;
   base.cost = o.cost.value_or(env().cost);
@@ -509,17 +509,9 @@ const Plan* Session::plan_for(AutoState& a, const Choice& c) {
 // the same".
 void Session::run_auto(AutoState& a, int tag, const void* sendbuf, void* recvbuf, std::size_t count,
                        DataType dtype, ReduceOp op) {
-  if (!a.warmed) {
-    // The configuration's first call is not measured: it runs right after the agreement, which
-    // waited for every rank (nobody is late in it), and pays first-use costs (connections, first
-    // touch of memory) that later calls do not; measured, it misled auto's first decisions.
-    // Every rank skips the same call, so the policy's counts stay equal everywhere.
-    a.warmed = true;
-    last_choice_ = a.policy.current();
-    run(last_choice_.algorithm, plan_for(a, last_choice_), tag, sendbuf, recvbuf, count, dtype, op,
-        PhaseSelection::all, /*bounded=*/true);
-    return;
-  }
+  // The configuration's first call runs right after the agreement, which waited for every rank:
+  // the policy (first_call_synchronised) takes from it no late rank, only the time of a
+  // straggler-agnostic choice (native, which has no model, runs in it).
   const Choice c = a.policy.begin_call();
   last_choice_ = c;
   const Plan* plan = plan_for(a, c);
@@ -562,7 +554,7 @@ StragglerReport Session::auto_report() const {
   r.late_rank = p.late_rank();
   r.delay_s = p.delay_s();
   if (p.scores().size() == r.scores.size()) r.scores = p.scores();
-  r.calls = p.calls_begun() + (last_auto_->warmed ? 1 : 0);  // the unmeasured first call included
+  r.calls = p.calls_begun();
   r.decisions = p.decisions();
   return r;
 }

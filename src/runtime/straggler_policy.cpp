@@ -143,6 +143,17 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
     const double p = predict(choice_of(static_cast<int>(k)), 0.0);
     if (p < best) best = p, incumbent_ = static_cast<int>(k);
   }
+  // A candidate without a model of its own (native: no schedule to simulate) cannot be ranked
+  // by the model: the first call measures it (the core's first call, which pays first-use costs
+  // anyway), so that it is kept or ruled out by what it costs on this host, not explored later.
+  for (std::size_t k = 0; k < cands_.size(); ++k) {
+    const Choice ch = choice_of(static_cast<int>(k));
+    const double own = predict_(ch, 0.0);
+    if (!(std::isfinite(own) && own > 0) && !cands_[k].uses_straggler && static_cast<int>(k) != incumbent_) {
+      plan_.push_back(static_cast<int>(k));
+      break;
+    }
+  }
   update_next();
 }
 
@@ -441,7 +452,9 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     gap[uj] = static_cast<double>(min2 - min1) * 1e-9;
     const bool significant =
         gap[uj] >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed[uj]) && gap[uj] > 0;
-    // The vote runs over the last P calls, across exchanges (one call per exchange at first).
+    // The vote runs over the last P calls, across exchanges (one call per exchange at first). A
+    // first call that follows a synchronisation says nothing about arrivals: no vote.
+    if (first + j == 0 && config_.first_call_synchronised) continue;
     if (recent_late_.size() == static_cast<std::size_t>(P)) {
       recent_late_.erase(recent_late_.begin());
       recent_gap_.erase(recent_gap_.begin());
@@ -485,7 +498,13 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     const Ran& r = slot(first + j);
     Candidate& c = cands_[static_cast<std::size_t>(r.candidate)];
     const auto uj = static_cast<std::size_t>(j);
-    const double d = c.uses_straggler ? (late[uj] == r.straggler ? gap[uj] : 0.0) : gap[uj];
+    double d = c.uses_straggler ? (late[uj] == r.straggler ? gap[uj] : 0.0) : gap[uj];
+    if (first + j == 0 && config_.first_call_synchronised) {
+      // Everyone had arrived: a measurement at no delay, worth keeping only for a candidate
+      // that does not depend on who is late (the first call runs one without a model: native).
+      if (c.uses_straggler) continue;
+      d = 0;
+    }
     if (c.samples.size() == static_cast<std::size_t>(config_.history)) c.samples.erase(c.samples.begin());
     c.samples.push_back({exposed[uj], predict(Choice{c.algorithm, r.straggler}, d), window});
   }

@@ -52,6 +52,9 @@ struct PolicyConfig {
   // exchange costs little beside the call) lets auto decide after every call: it converges from
   // the first measured call and follows a new straggler within two calls (docs/auto.md).
   int exchange_every = 0;
+  // The first call follows a synchronisation (the core's agreement of a new configuration):
+  // nobody is late in it, so it counts for no vote and measures only straggler-agnostic choices.
+  bool first_call_synchronised = false;
   // The straggler StragglAR is told until a late rank is measured (the caller's hint,
   // Options::straggler); -1: rank nranks-1.
   int initial_straggler = -1;
