@@ -324,9 +324,6 @@ void StragglerPolicy::plan_exploration(int best) {
   const double best_value = est_[static_cast<std::size_t>(best)].value;
   const double band = std::isfinite(best_value) ? best_value * (1 + config_.model_error + 2 * noise_)
                                                 : std::numeric_limits<double>::infinity();
-  // Twice as wide: where a candidate measured only once may still be, its one call an outlier.
-  const double wide = std::isfinite(best_value) ? best_value * (1 + 2 * config_.model_error + 4 * noise_)
-                                                : std::numeric_limits<double>::infinity();
   // Who needs measuring: a candidate never measured (one probe), one measured fewer than
   // min_samples times (a single outlier must not rule it out for good), or one whose estimate
   // could be the best within the model's error but lacks fresh measurements. At most min_samples
@@ -353,11 +350,8 @@ void StragglerPolicy::plan_exploration(int best) {
     // measured, rules them out (a 300 ms straggler: ring, rhd and native are not run once).
     if (unknown)
       calls = std::min(1, config_.min_samples - c.burst_calls);
-    else if ((have == 0 && std::isfinite(e.predicted) ? e.predicted <= model_band : e.value <= band) &&
-             e.fresh < config_.min_samples)
-      calls = std::min(config_.min_samples - e.fresh, config_.min_samples - c.burst_calls);
-    else if (have >= 1 && have < config_.min_samples && e.value <= wide)
-      calls = std::min(config_.min_samples - have, config_.min_samples - c.burst_calls);
+    else if ((have == 0 && std::isfinite(e.predicted) ? e.predicted <= model_band : e.value <= band) && e.fresh == 0)
+      calls = std::min(1, config_.min_samples - c.burst_calls);  // one call: more only if it looks faster (below)
     const Estimate& inc = est_[static_cast<std::size_t>(incumbent_)];
     const bool looks_faster = have == 0 ? e.predicted * (1 + config_.switch_margin) < inc.predicted  // model alone
                                         : e.value * (e.measured ? 1 : 1 + config_.switch_margin) < inc.value;
@@ -372,7 +366,9 @@ void StragglerPolicy::plan_exploration(int best) {
     if (!a.unknown && a.value != b.value) return a.value < b.value;
     return a.candidate < b.candidate;
   });
-  const std::size_t cap = static_cast<std::size_t>(std::max(1, config_.period / 2));
+  // The first block surveys what could be the best (up to P calls): later, at most P/2 calls
+  // per block, so that a benchmark's median never sees exploration.
+  const std::size_t cap = static_cast<std::size_t>(window == 0 ? config_.period : std::max(1, config_.period / 2));
   for (int round = 0; plan_.size() < cap; ++round) {  // round robin: breadth before depth
     bool any = false;
     for (const Need& n : needs)
@@ -480,7 +476,11 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   late_ = -1;
   for (int r = 0; r < n; ++r)
     if (2 * count[static_cast<std::size_t>(r)] > voters && count[static_cast<std::size_t>(r)] >= std::min(2, P)) late_ = r;
-  if (late_ >= 0) target_ = late_;
+  // StragglAR's straggler moves to the late rank only when the current one is late in less than
+  // half as many of the last P calls: two stragglers that alternate keep it on one of them
+  // (right every other call, as StragglAR told either would be) instead of always one call behind.
+  if (late_ >= 0 && late_ != target_ && 2 * count[static_cast<std::size_t>(target_)] < count[static_cast<std::size_t>(late_)])
+    target_ = late_;
   delay_s_ = lower_median(recent_gap_, work_);
   // The overlap a straggler-using candidate gets with the current target: the median delay of
   // the last P calls in which the target was the last to arrive, and the fraction of those
@@ -531,7 +531,9 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     if (!std::isfinite(i.value)) {
       switched = true;
       if (words) reason = "the previous choice has no estimate";
-    } else if (b.measured) {
+    } else if (b.measured || (b.fresh >= 1 && i.fresh >= 1)) {
+      // (One fresh measurement is enough to switch when it beats the incumbent's by the margin:
+      // a shared host's noise only slows calls down, so a fast call is no accident.)
       // Two lower quartiles of m_b and m_i samples differ by chance by about
       // 1.36·σ·sqrt(1/m_b + 1/m_i) (the standard error of a quartile is 1.36·σ/sqrt(m)); 1.5 of
       // those: ~7% of comparisons between equal candidates, and the dwell rule stops those

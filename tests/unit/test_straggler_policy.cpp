@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <random>
@@ -33,6 +31,7 @@ struct Costs {
 struct World {
   int late = -1;
   double delay_s = 0;
+  std::vector<double> delays;  // per rank (an arrival pattern); when set, late/delay_s are unused
 };
 
 struct Noise {
@@ -54,7 +53,8 @@ CallResult simulate_call(const Choice& c, int n, const World& w, const Costs& k,
   std::normal_distribution<double> g(0, 1);
   std::vector<double> arrive(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r)
-    arrive[static_cast<std::size_t>(r)] = z.arrival_jitter_s * u(rng) + (r == w.late ? w.delay_s : 0.0);
+    arrive[static_cast<std::size_t>(r)] =
+        z.arrival_jitter_s * u(rng) + (!w.delays.empty() ? w.delays[static_cast<std::size_t>(r)] : r == w.late ? w.delay_s : 0.0);
   const double last = *std::max_element(arrive.begin(), arrive.end());
   double factor = std::exp(z.sigma * g(rng));
   if (u(rng) < z.outlier_p) factor *= z.outlier_factor;
@@ -656,41 +656,110 @@ TEST(StragglerPolicy, OneRankAndPeriodOneWork) {
   EXPECT_EQ(every.rank0().decisions(), 60);
 }
 
-TEST(StragglerPolicyDebug, DISABLED_Trace) {
-  const int seed = std::getenv("SEED") ? std::atoi(std::getenv("SEED")) : 6;
-  const double d = std::getenv("DELAY") ? std::atof(std::getenv("DELAY")) : 0.0;
-  PolicyConfig cfg;
-  cfg.nranks = 8; cfg.bytes = 64u << 20; cfg.exchange_every = 1; cfg.keep_evidence = true;
-  Costs k;
-  Noise z;
+// ---- arrival patterns (issue 20; bench/patterns/ replays the same kinds on real backends) ----
+
+// One pattern kind: per timed call, every rank's delay (seconds).
+using Pattern = std::vector<std::vector<double>>;
+
+Pattern make_pattern(const std::string& kind, int n, int calls, double d, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<StragglerPolicy> ps;
-  Predictor pr = [k](const Choice& c, double dd) {
-    switch (c.algorithm) {
-      case Algorithm::stragglar: return std::max(1.2 * k.rs - dd, 0.0) + 0.9 * k.rest;
-      case Algorithm::ring: return 0.85 * k.ring;
-      case Algorithm::rhd: return 1.15 * k.rhd;
-      default: return kNaN;
-    }
-  };
-  for (int r = 0; r < 8; ++r) ps.emplace_back(cfg, pr);
-  std::string last;
-  for (int i = 0; i < 46; ++i) {
-    Choice c = ps[0].begin_call();
-    for (int r = 1; r < 8; ++r) ps[r].begin_call();
-    CallResult res = simulate_call(c, 8, World{i == 0 || i > 5 ? 7 : -1, i == 0 || i > 5 ? d : 0}, k, z, rng);
-    std::vector<std::int64_t> mx(ps[0].exchange_size(), -1);
-    for (int r = 0; r < 8; ++r) {
-      ps[r].record(res.in_call[r]);
-      std::vector<std::int64_t> mine(mx.size());
-      ps[r].fill_exchange(mine, r);
-      for (size_t j = 0; j < mx.size(); ++j) mx[j] = std::max(mx[j], mine[j]);
-    }
-    bool ch = false;
-    for (int r = 0; r < 8; ++r) ch = ps[r].decide(mx);
-    std::printf("%2d %-22s exposed %.4f late %d%s\n", i, to_string(c).c_str(), res.exposed, ps[0].late_rank(),
-                ch ? (" SWITCH " + ps[0].last_switch_evidence()).c_str() : "");
+  std::uniform_real_distribution<double> u(0, 1);
+  Pattern p(static_cast<std::size_t>(calls), std::vector<double>(static_cast<std::size_t>(n), 0.0));
+  for (int i = 0; i < calls; ++i) {
+    auto& row = p[static_cast<std::size_t>(i)];
+    auto late = [&](int r, double ms) { row[static_cast<std::size_t>(r)] = ms; };
+    if (kind == "fixed-rank2") late(2, d);
+    else if (kind == "random-rank") late(static_cast<int>(rng() % static_cast<std::uint64_t>(n)), d);
+    else if (kind == "two-late") late(2, d), late(5, d);
+    else if (kind == "alternating") late(i % 2 ? n - 2 : 1, d);
+    else if (kind == "imbalance") for (int r = 0; r < n; ++r) late(r, 0.3 * d * u(rng));
+    else if (kind == "jitter") late(3, d * (0.5 + u(rng)));
+    else if (kind == "appears-midway") { if (i >= calls / 2) late(4, d); }
+    else if (kind == "moves-midway") late(i < calls / 2 ? n - 1 : 1, d);
+    // "none": nobody late
   }
+  return p;
+}
+
+int most_often_late(const Pattern& p) {
+  std::vector<int> count(p[0].size(), 0);
+  for (const auto& row : p) {
+    const auto last = std::max_element(row.begin(), row.end());
+    if (*last > *std::min_element(row.begin(), row.end())) ++count[static_cast<std::size_t>(last - row.begin())];
+  }
+  const auto best = std::max_element(count.begin(), count.end());
+  return *best > 0 ? static_cast<int>(best - count.begin()) : static_cast<int>(p[0].size()) - 1;
+}
+
+struct PatternRun {
+  double auto_total = 0, best_fixed_total = 0;
+  std::string best_fixed;
+  std::vector<Choice> choices;
+};
+
+// As bench/patterns/run.sh runs it: the core's first call (after the agreement: nobody late),
+// 2 warm-ups with line 1, then one timed call per line; totals of exposed time.
+PatternRun run_pattern(const Pattern& pattern, std::uint64_t seed, const Costs& k = {}, const Noise& z = {}) {
+  PolicyConfig cfg = config8();
+  cfg.first_call_synchronised = true;
+  const int n = cfg.nranks;
+  Job job(cfg, model_predictor(k), seed);
+  PatternRun out;
+  job.call(World{}, k, z);
+  for (int i = 0; i < 2; ++i) job.call(World{-1, 0, pattern[0]}, k, z);
+  for (const auto& row : pattern) {
+    CallResult res;
+    out.choices.push_back(job.call(World{-1, 0, row}, k, z, &res));
+    out.auto_total += res.exposed;
+  }
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  out.best_fixed_total = std::numeric_limits<double>::infinity();
+  const int told = most_often_late(pattern);
+  for (Algorithm a : {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd, Algorithm::native}) {
+    double total = 0;
+    for (const auto& row : pattern)
+      total += simulate_call(Choice{a, a == Algorithm::stragglar ? told : -1}, n, World{-1, 0, row}, k, z, rng).exposed;
+    if (total < out.best_fixed_total) out.best_fixed_total = total, out.best_fixed = to_string(a);
+  }
+  return out;
+}
+
+const char* const kPatternKinds[] = {"fixed-rank2", "none",    "random-rank",    "two-late",    "alternating",
+                                     "imbalance",   "jitter", "appears-midway", "moves-midway"};
+
+TEST(StragglerPolicy, EveryArrivalPatternStaysNearTheBestFixedEntry) {
+  // Totals over 24 calls as the issue measures them (one call per line after the first call and
+  // 2 warm-ups); every rank decides the same (Job checks it call by call). 300 ms and 60 ms
+  // delays: far beyond and about the ReduceScatter's length. Over 4 seeds per kind: the mean
+  // ratio to the best fixed entry within 5% (the issue's target) and every seed within 10%,
+  // except a random rank per call (the known miss, docs/auto.md "What it cannot do"): a chance
+  // majority of one rank in the last P calls, or warm-ups repeating one line, makes auto try
+  // StragglAR told that rank for a few calls.
+  for (double d : {0.300, 0.060})
+    for (const char* kind : kPatternKinds) {
+      const bool random = std::string(kind) == "random-rank";
+      double sum = 0;
+      for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+        const PatternRun run = run_pattern(make_pattern(kind, 8, 24, d, seed), seed);
+        const double ratio = run.auto_total / run.best_fixed_total;
+        sum += ratio;
+        EXPECT_LE(ratio, random ? 1.12 : 1.10) << kind << " delay " << d << " seed " << seed << " best " << run.best_fixed;
+      }
+      EXPECT_LE(sum / 4, random ? 1.10 : 1.05) << kind << " delay " << d;
+    }
+}
+
+TEST(StragglerPolicy, AStragglerThatDoesNotPersistIsNotFollowed) {
+  // Two ranks late together, every rank a little late: no rank is late in most calls, so
+  // StragglAR is never told a rank on a guess (it runs only as a bounded exploration). A random
+  // rank per call: StragglAR runs in a minority of calls (chance majorities; the known miss).
+  for (const char* kind : {"random-rank", "two-late", "imbalance"})
+    for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+      const PatternRun run = run_pattern(make_pattern(kind, 8, 60, 0.300, seed), seed);
+      int stragglar = 0;
+      for (const Choice& c : run.choices) stragglar += c.algorithm == Algorithm::stragglar;
+      EXPECT_LE(stragglar, std::string(kind) == "random-rank" ? 60 * 3 / 10 : 60 / 10) << kind << " seed " << seed;
+    }
 }
 
 }  // namespace
