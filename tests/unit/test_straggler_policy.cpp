@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/straggler_policy.hpp"
@@ -29,6 +30,8 @@ struct Costs {
 
 // What the world does in one call: which rank arrives late (-1: none) and by how much.
 struct World {
+  World() = default;
+  World(int l, double d, std::vector<double> per_rank = {}) : late(l), delay_s(d), delays(std::move(per_rank)) {}
   int late = -1;
   double delay_s = 0;
   std::vector<double> delays;  // per rank (an arrival pattern); when set, late/delay_s are unused
