@@ -119,11 +119,18 @@ DelayPattern read_delay_pattern(const std::string& file) {
 int most_often_late(const DelayPattern& pattern) {
   std::vector<int> count(static_cast<std::size_t>(g_n), 0);
   for (const std::vector<double>& line : pattern) {
-    const auto last = std::max_element(line.begin(), line.end());
-    if (*last > *std::min_element(line.begin(), line.end())) ++count[static_cast<std::size_t>(last - line.begin())];
+    std::size_t last = 0;
+    double lowest = line[0];
+    for (std::size_t r = 1; r < line.size(); ++r) {
+      if (line[r] > line[last]) last = r;
+      lowest = std::min(lowest, line[r]);
+    }
+    if (line[last] > lowest) ++count[last];
   }
-  const auto best = std::max_element(count.begin(), count.end());
-  return *best > 0 ? static_cast<int>(best - count.begin()) : -1;
+  int best = -1;
+  for (std::size_t r = 0; r < count.size(); ++r)
+    if (count[r] > 0 && (best < 0 || count[r] > count[static_cast<std::size_t>(best)])) best = static_cast<int>(r);
+  return best;
 }
 
 // ---- --move-straggler I:R[,I:R...] --------------------------------------------------------------
