@@ -702,8 +702,10 @@ struct PatternRun {
 
 // As bench/patterns/run.sh runs it: the core's first call (after the agreement: nobody late),
 // 2 warm-ups with line 1, then one timed call per line; totals of exposed time.
-PatternRun run_pattern(const Pattern& pattern, std::uint64_t seed, const Costs& k = {}, const Noise& z = {}) {
+PatternRun run_pattern(const Pattern& pattern, std::uint64_t seed, int exchange_every = 1, const Costs& k = {},
+                       const Noise& z = {}) {
   PolicyConfig cfg = config8();
+  cfg.exchange_every = exchange_every;
   cfg.first_call_synchronised = true;
   const int n = cfg.nranks;
   Job job(cfg, model_predictor(k), seed);
@@ -738,18 +740,24 @@ TEST(StragglerPolicy, EveryArrivalPatternStaysNearTheBestFixedEntry) {
   // except a random rank per call (the known miss, docs/auto.md "What it cannot do"): a chance
   // majority of one rank in the last P calls, or warm-ups repeating one line, makes auto try
   // StragglAR told that rank for a few calls.
-  for (double d : {0.300, 0.060})
-    for (const char* kind : kPatternKinds) {
-      const bool random = std::string(kind) == "random-rank";
-      double sum = 0;
-      for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-        const PatternRun run = run_pattern(make_pattern(kind, 8, 24, d, seed), seed);
-        const double ratio = run.auto_total / run.best_fixed_total;
-        sum += ratio;
-        EXPECT_LE(ratio, random ? 1.12 : 1.10) << kind << " delay " << d << " seed " << seed << " best " << run.best_fixed;
+  // Deciding every P calls (W = P: lag engines, or a cost model that says an exchange is not
+  // cheap beside a call) reacts later: 1.03–1.09× on average per kind there (random rank 1.13×),
+  // the 5% is met only when deciding after every call (docs/auto.md "The exchange").
+  for (int every : {1, 0})  // decide after every call (the host engines), every P calls (lag engines)
+    for (double d : {0.300, 0.060})
+      for (const char* kind : kPatternKinds) {
+        const bool random = std::string(kind) == "random-rank";
+        double sum = 0;
+        for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+          const PatternRun run = run_pattern(make_pattern(kind, 8, 24, d, seed), seed, every);
+          const double ratio = run.auto_total / run.best_fixed_total;
+          sum += ratio;
+          EXPECT_LE(ratio, every == 1 ? (random ? 1.12 : 1.10) : (random ? 1.20 : 1.12))
+              << kind << " delay " << d << " seed " << seed << " best " << run.best_fixed << " exchange_every " << every;
+        }
+        EXPECT_LE(sum / 4, every == 1 ? (random ? 1.10 : 1.05) : (random ? 1.15 : 1.10))
+            << kind << " delay " << d << " exchange_every " << every;
       }
-      EXPECT_LE(sum / 4, random ? 1.10 : 1.05) << kind << " delay " << d;
-    }
 }
 
 TEST(StragglerPolicy, AStragglerThatDoesNotPersistIsNotFollowed) {
