@@ -119,65 +119,40 @@ void Engine::exchange_end(std::span<std::int64_t> values, double) {
   std::copy(exchanged_.begin(), exchanged_.end(), values.begin());
 }
 
-// ---- algorithm = auto ----------------------------------------------------------------------------
-// auto's model: the simulator on the schedule a choice would run (the cached one), with the
-// straggler arriving delay_s late — the same numbers on every rank. The event simulator is
-// max-plus linear in the straggler's arrival d (every start is a max of arrivals plus fixed
-// durations), so its last finish is max(C0, d + C1) and the exposed time is exactly
-// max(E(0) − d, E(∞)): two simulations per choice, on its first use, and predicting afterwards
-// costs no simulation and no allocation (a configuration seen before allocates nothing, auto
-// included).
-class PredictionCache {
+// ---- algorithm = auto: the session's side (auto_runner.hpp runs the policy) ----------------------
+// One per call (and one at a configuration's creation, which only builds plans): the plans come
+// from the plan cache with the session's scratch sized for them; a call runs on this call's
+// buffers with the configuration's tag, native in its bounded form. Lives on the stack: no
+// allocation per call.
+class Session::AutoCall final : public AutoHost {
  public:
-  PredictionCache(Options base, int nranks, std::size_t bytes) : base_(std::move(base)), n_(nranks), bytes_(bytes) {}
-  double operator()(const Choice& c, double delay_s) {
-    if (algorithm_info(c.algorithm).kind != AlgorithmKind::schedule) return std::numeric_limits<double>::quiet_NaN();
-    const Curve& curve = curve_of(c);
-    return std::max(curve.at_zero - std::max(0.0, delay_s), curve.at_infinity);
+  AutoCall(Session& s, const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op, int tag = 0)
+      : s_(s), sendbuf_(sendbuf), recvbuf_(recvbuf), count_(count), dtype_(dtype), op_(op), tag_(tag) {}
+  std::shared_ptr<const Plan> plan(const Choice& c, const Options& base, std::size_t count, DataType dtype) override {
+    const AlgorithmInfo& info = algorithm_info(c.algorithm);
+    if (info.kind != AlgorithmKind::schedule) return nullptr;
+    Options x = base;
+    x.algorithm = c.algorithm;
+    x.straggler = c.straggler;
+    const std::size_t bytes = count * size_of(dtype);
+    const ScheduleKey key{c.algorithm, s_.nranks_, info.uses_straggler ? c.straggler : -1,
+                          resolve_pipeline(x, s_.nranks_, bytes)};
+    std::shared_ptr<const Plan> plan = cached_plan(key, s_.rank_, env().verify);
+    s_.ensure_scratch(Executor::scratch_bytes(*plan, count, dtype));
+    return plan;
+  }
+  void run(const Choice& c, const Plan* plan) override {
+    s_.run(c.algorithm, plan, tag_, sendbuf_, recvbuf_, count_, dtype_, op_, PhaseSelection::all, /*bounded=*/true);
   }
 
  private:
-  struct Curve {
-    Choice choice;
-    double at_zero;      // exposed time when the straggler is not late
-    double at_infinity;  // exposed time when it is later than everything that can run without it
-  };
-  // Keyed by algorithm: a schedule for another straggler is a relabelling, with the same times.
-  const Curve& curve_of(const Choice& c) {
-    for (const Curve& curve : curves_)
-      if (curve.choice.algorithm == c.algorithm) return curve;
-    Options x = base_;
-    x.algorithm = c.algorithm;
-    x.straggler = c.straggler;
-    const std::shared_ptr<const Schedule> s = schedule_for(x, n_, bytes_);
-    Delay none, late;
-    late.seconds = 1e4;  // far beyond any phase: the asymptote (double keeps ~1e-12 s here)
-    curves_.push_back({c, simulate(*s, bytes_, *base_.cost, none).exposed_s,
-                       simulate(*s, bytes_, *base_.cost, late).exposed_s});
-    return curves_.back();
-  }
-  Options base_;
-  int n_;
-  std::size_t bytes_;
-  std::vector<Curve> curves_;
-};
-
-struct Session::AutoState {
-  AutoState(PolicyConfig config, Predictor predictor) : policy(std::move(config), std::move(predictor)) {}
-  StragglerPolicy policy;
-  std::vector<std::int64_t> exchange;  // nranks × slots: the policy's window, every rank's after the max
-  struct Sub {
-    Choice choice;
-    std::shared_ptr<const Plan> plan;  // null for native
-  };
-  std::vector<Sub> subs;  // the choices run so far, each with its plan (the first run builds it)
-  bool warmed = false;    // the configuration's first call ran (unmeasured, see run_auto)
-  int untaken = 0;        // calls timed whose time is not recorded yet (GPU: the lag)
-  bool in_flight = false; // an exchange begun and not yet decided
-  int in_flight_age = 0;  // calls since it began
-  Options options;        // pipeline and cost for the candidates' schedules
-  std::size_t count = 0;
-  DataType dtype = DataType::float32;
+  Session& s_;
+  const void* sendbuf_;
+  void* recvbuf_;
+  std::size_t count_;
+  DataType dtype_;
+  ReduceOp op_;
+  int tag_;
 };
 
 std::size_t Session::KeyHash::operator()(const Key& k) const noexcept {
@@ -294,7 +269,16 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
     }
     if (info.kind == AlgorithmKind::automatic) {
       cost = cost_fingerprint(o.cost.value_or(env().cost));
-      if (nranks_ > 1 && count > 0) cfg.automatic = make_auto(count, dtype, o);
+      if (nranks_ > 1 && count > 0) {
+        if (auto_runs_native(o, nranks_, bytes)) {
+          cfg.auto_native = true;
+          cfg.algorithm = Algorithm::native;
+          engine_.reserve_native(bytes);
+        } else {
+          AutoCall host(*this, nullptr, nullptr, 0, dtype, op);
+          cfg.automatic = std::make_shared<AutoRunner>(engine_, api_, rank_, nranks_, count, dtype, o, host);
+        }
+      }
     }
   } catch (const Error& e) {
     local = e;
@@ -356,7 +340,7 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
     std::fprintf(stderr, "stragglar INFO: %s n=%d: new configuration %s count=%zu %s %s K=%lld tag=%d%s\n", api_,
                  nranks_, to_string(o.algorithm), count, to_string(dtype), to_string(op),
                  static_cast<long long>(resolved_k), cfg.tag,
-                 cfg.automatic ? (" (auto starts with " + to_string(cfg.automatic->policy.current()) + ")").c_str() : "");
+                 cfg.automatic ? (" (auto starts with " + to_string(cfg.automatic->policy().current()) + ")").c_str() : "");
   return configs_.emplace(key, std::move(cfg)).first->second;
 }
 
@@ -395,10 +379,12 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
   try {
     if (cfg.automatic) {
       last_auto_ = cfg.automatic;
-      run_auto(*cfg.automatic, cfg.tag, sendbuf, recvbuf, count, dtype, op);
+      AutoCall host(*this, sendbuf, recvbuf, count, dtype, op, cfg.tag);
+      last_choice_ = cfg.automatic->call(host, timeout_s_);
     } else {
       last_choice_ = {cfg.algorithm, cfg.straggler};
-      run(cfg.algorithm, cfg.plan.get(), cfg.tag, sendbuf, recvbuf, count, dtype, op, phases);
+      run(cfg.algorithm, cfg.plan.get(), cfg.tag, sendbuf, recvbuf, count, dtype, op, phases,
+          /*bounded=*/cfg.auto_native);
     }
   } catch (const Error& e) {
     // A timeout or engine failure leaves peers out of step: nothing may run on this
@@ -424,124 +410,10 @@ void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* se
   executor_.run(*plan, recvbuf, count, dtype, op, scratch_, scratch_size_, phases);
 }
 
-// ---- algorithm = auto (docs/auto.md) --------------------------------------------------------------
-std::shared_ptr<Session::AutoState> Session::make_auto(std::size_t count, DataType dtype, const Options& o) {
-  PolicyConfig pc;
-  pc.nranks = nranks_;
-  pc.bytes = count * size_of(dtype);
-  // An exchange must be decided before the next one begins (at most one in flight).
-  pc.period = std::max(env().auto_period, engine_.measurement_lag());
-  pc.keep_evidence = env().debug_info;
-  pc.initial_straggler = o.straggler;  // a hint: StragglAR's straggler until one is measured  // the switch evidence is text: only when it is printed
-  Options base = o;
-  base.cost = o.cost.value_or(env().cost);
-  auto model = std::make_shared<PredictionCache>(base, nranks_, pc.bytes);
-  Predictor predict = [model](const Choice& c, double delay_s) { return (*model)(c, delay_s); };
-  auto a = std::make_shared<AutoState>(std::move(pc), std::move(predict));
-  a->exchange.resize(static_cast<std::size_t>(a->policy.exchange_size()));
-  engine_.reserve_exchange(a->exchange.size());
-  a->options = base;
-  a->count = count;
-  a->dtype = dtype;
-  // Every plan auto may run, built now (its first call is a first call anyway): later calls,
-  // explorations and straggler switches then allocate nothing. Beyond kPrebuiltStragglers ranks
-  // StragglAR's plan for a straggler is built when that rank is first found late (a straggler
-  // switch: one compile from the cached canonical schedule, docs/verification.md).
-  constexpr int kPrebuiltStragglers = 64;
-  for (Algorithm alg : a->policy.config().candidates) {
-    const AlgorithmInfo& info = algorithm_info(alg);
-    if (alg == Algorithm::native) engine_.reserve_native(count * size_of(dtype));
-    if (!info.uses_straggler) {
-      (void)plan_for(*a, Choice{alg, -1});
-    } else if (nranks_ <= kPrebuiltStragglers) {
-      for (int s = 0; s < nranks_; ++s) (void)plan_for(*a, Choice{alg, s});
-    } else {
-      (void)plan_for(*a, Choice{alg, a->policy.current().straggler});
-    }
-  }
-  return a;
-}
-
-const Plan* Session::plan_for(AutoState& a, const Choice& c) {
-  for (const AutoState::Sub& sub : a.subs)
-    if (sub.choice == c) return sub.plan.get();
-  // The first run of this choice: its plan and scratch, before the call is timed.
-  std::shared_ptr<const Plan> plan;
-  const AlgorithmInfo& info = algorithm_info(c.algorithm);
-  if (info.kind == AlgorithmKind::schedule) {
-    Options x = a.options;
-    x.algorithm = c.algorithm;
-    x.straggler = c.straggler;
-    const std::size_t bytes = a.count * size_of(a.dtype);
-    const ScheduleKey key{c.algorithm, nranks_, info.uses_straggler ? c.straggler : -1,
-                          resolve_pipeline(x, nranks_, bytes)};
-    plan = cached_plan(key, rank_, env().verify);
-    ensure_scratch(Executor::scratch_bytes(*plan, a.count, a.dtype));
-  }
-  a.subs.push_back({c, plan});
-  return plan.get();
-}
-
-// Every rank makes the same calls here at the same call index (the lag is the engine's, the
-// same everywhere), so every rank runs the same choice: docs/auto.md "Why every rank decides
-// the same".
-void Session::run_auto(AutoState& a, int tag, const void* sendbuf, void* recvbuf, std::size_t count,
-                       DataType dtype, ReduceOp op) {
-  if (!a.warmed) {
-    // The configuration's first call is not measured: it runs right after the agreement, which
-    // waited for every rank (nobody is late in it), and pays first-use costs (connections, first
-    // touch of memory) that later calls do not; measured, it misled auto's first decisions.
-    // Every rank skips the same call, so the policy's counts stay equal everywhere.
-    a.warmed = true;
-    last_choice_ = a.policy.current();
-    run(last_choice_.algorithm, plan_for(a, last_choice_), tag, sendbuf, recvbuf, count, dtype, op,
-        PhaseSelection::all, /*bounded=*/true);
-    return;
-  }
-  const Choice c = a.policy.begin_call();
-  last_choice_ = c;
-  const Plan* plan = plan_for(a, c);
-  engine_.time_begin();
-  run(c.algorithm, plan, tag, sendbuf, recvbuf, count, dtype, op, PhaseSelection::all, /*bounded=*/true);
-  engine_.time_end();
-  ++a.untaken;
-  const int lag = engine_.measurement_lag();
-  if (a.in_flight && ++a.in_flight_age >= lag) finish_exchange(a);
-  while (a.untaken > lag) {
-    a.policy.record(engine_.take_time());
-    --a.untaken;
-    if (a.policy.exchange_due()) {
-      a.policy.fill_exchange(a.exchange, rank_);
-      engine_.exchange_begin(a.exchange, timeout_s_);  // after the data phase: everyone is here
-      a.in_flight = true;
-      a.in_flight_age = 0;
-      if (lag == 0) finish_exchange(a);
-    }
-  }
-}
-
-void Session::finish_exchange(AutoState& a) {
-  engine_.exchange_end(a.exchange, timeout_s_);
-  a.in_flight = false;
-  if (a.policy.decide(a.exchange) && env().debug_info && rank_ == 0)
-    std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, a.count,
-                 to_string(a.dtype), to_string(a.policy.incumbent()).c_str(),
-                 a.policy.last_switch_evidence().c_str());
-}
-
 StragglerReport Session::auto_report() const {
+  if (last_auto_) return last_auto_->report(nranks_);
   StragglerReport r;
   r.scores.assign(static_cast<std::size_t>(nranks_), 0.0);
-  if (!last_auto_) return r;
-  const StragglerPolicy& p = last_auto_->policy;
-  r.active = true;
-  r.algorithm = p.incumbent().algorithm;
-  r.straggler = p.incumbent().straggler;
-  r.late_rank = p.late_rank();
-  r.delay_s = p.delay_s();
-  if (p.scores().size() == r.scores.size()) r.scores = p.scores();
-  r.calls = p.calls_begun() + (last_auto_->warmed ? 1 : 0);  // the unmeasured first call included
-  r.decisions = p.decisions();
   return r;
 }
 

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/auto_runner.hpp"
 #include "runtime/device.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/straggler_policy.hpp"
@@ -143,14 +144,16 @@ class Session {
   struct KeyHash {
     std::size_t operator()(const Key& k) const noexcept;
   };
-  struct AutoState;
   struct Config {
     std::shared_ptr<const Plan> plan;  // null: native, auto, one rank, or count == 0
     Algorithm algorithm = Algorithm::stragglar;
     int straggler = -1;                // resolved, for last_choice(); -1 when unused
     std::vector<int> stragglers;       // Options::stragglers sorted, to check a fingerprint hit
     int tag = 1;
-    std::shared_ptr<AutoState> automatic;  // algorithm = auto on more than one rank
+    std::shared_ptr<AutoRunner> automatic;  // algorithm = auto on more than one rank (auto_runner.hpp)
+    // algorithm = auto on a message too small for any schedule to win (docs/auto.md "Small
+    // messages"): the engine's bounded native at once, no policy, measurement or exchange.
+    bool auto_native = false;
   };
 
   const Config& first_call(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
@@ -160,11 +163,8 @@ class Session {
   void check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const;
   void ensure_scratch(std::size_t bytes);
   [[noreturn]] void throw_broken() const;
-  std::shared_ptr<AutoState> make_auto(std::size_t count, DataType dtype, const Options& opts);
-  void run_auto(AutoState& a, int tag, const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
-                ReduceOp op);
-  const Plan* plan_for(AutoState& a, const Choice& c);
-  void finish_exchange(AutoState& a);
+  // auto's plans and its calls, for the AutoRunner (AutoHost).
+  class AutoCall;
   // `bounded`: native must honour the timeout (auto's calls).
   void run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf, std::size_t count,
            DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded = false);
@@ -182,7 +182,7 @@ class Session {
   std::size_t scratch_size_ = 0;
   std::optional<Error> broken_;
   Choice last_choice_;
-  std::shared_ptr<AutoState> last_auto_;
+  std::shared_ptr<AutoRunner> last_auto_;
 };
 
 }  // namespace stragglar::detail

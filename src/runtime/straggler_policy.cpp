@@ -77,7 +77,10 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
     : config_(std::move(config)), predict_(std::move(predictor)) {
   const PolicyConfig& c = config_;
   check_int(c.nranks >= 1 && c.nranks <= kMaxRanks, "nranks", c.nranks, "1 to 4096 ranks");
-  check_int(c.period >= 1 && c.period <= 1000, "period", c.period, "1 to 1000 calls between exchanges");
+  check_int(c.period >= 1 && c.period <= 1000, "period", c.period, "1 to 1000 calls per block");
+  check_int(c.exchange_every >= 0 && c.exchange_every <= c.period, "exchange_every", c.exchange_every,
+            "0 (= period) to period calls per exchange");
+  window_ = c.exchange_every > 0 ? c.exchange_every : c.period;
   check_int(c.min_samples >= 1, "min_samples", c.min_samples, "an integer >= 1");
   check_int(c.history >= c.min_samples && c.history <= 1000, "history", c.history,
             "an integer from min_samples to 1000");
@@ -113,6 +116,8 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   for (auto* v : {&work_, &values_, &devs_}) v->reserve(most);
   for (auto* v : {&gap_, &exposed_}) v->reserve(P);
   late_per_call_.reserve(P);
+  recent_late_.reserve(P + 1);
+  recent_gap_.reserve(P + 1);
   count_.reserve(N);
   score_.reserve(N);
   needs_.reserve(K);
@@ -130,13 +135,25 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   ring_.resize(ring);
 
   // Before any measurement: the model's best at no delay (its seconds may be uncalibrated, but
-  // every candidate is on the same scale); the first calls survey every candidate once.
+  // every candidate is on the same scale). No survey: from the first measured call on, the
+  // candidates are ranked by the model scaled to what was measured, and only those that could
+  // be the best are measured (plan_exploration).
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t k = 0; k < cands_.size(); ++k) {
     const double p = predict(choice_of(static_cast<int>(k)), 0.0);
     if (p < best) best = p, incumbent_ = static_cast<int>(k);
   }
-  for (std::size_t k = 0; k < cands_.size(); ++k) plan_.push_back(static_cast<int>(k));
+  // A candidate without a model of its own (native: no schedule to simulate) cannot be ranked
+  // by the model: the first call measures it (the core's first call, which pays first-use costs
+  // anyway), so that it is kept or ruled out by what it costs on this host, not explored later.
+  for (std::size_t k = 0; k < cands_.size(); ++k) {
+    const Choice ch = choice_of(static_cast<int>(k));
+    const double own = predict_(ch, 0.0);
+    if (!(std::isfinite(own) && own > 0) && !cands_[k].uses_straggler && static_cast<int>(k) != incumbent_) {
+      plan_.push_back(static_cast<int>(k));
+      break;
+    }
+  }
   update_next();
 }
 
@@ -147,7 +164,18 @@ Choice StragglerPolicy::choice_of(int candidate) const {
 
 double StragglerPolicy::predict(const Choice& c, double delay_s) const {
   const double v = predict_(c, delay_s);
-  return std::isfinite(v) && v > 0 ? v : kNaN;
+  if (std::isfinite(v) && v > 0) return v;
+  // No prediction (native: the engine's own AllReduce has no schedule to simulate). It is a
+  // bulk-synchronous AllReduce that picks a good algorithm for the size, so it is modelled as
+  // the best straggler-agnostic candidate that has a prediction; measurements correct the scale.
+  if (algorithm_info(c.algorithm).uses_straggler) return kNaN;
+  double best = kNaN;
+  for (const Candidate& k : cands_) {
+    if (k.uses_straggler || k.algorithm == c.algorithm) continue;
+    const double p = predict_(Choice{k.algorithm, -1}, delay_s);
+    if (std::isfinite(p) && p > 0 && !(best <= p)) best = p;
+  }
+  return best;
 }
 
 void StragglerPolicy::update_next() {
@@ -162,7 +190,10 @@ Choice StragglerPolicy::begin_call() {
       bigger[static_cast<std::size_t>(call) & (bigger.size() - 1)] = slot(call);
     ring_.swap(bigger);
   }
-  const int cand = plan_pos_ < plan_.size() ? plan_[plan_pos_++] : incumbent_;
+  const bool exploring = plan_pos_ < plan_.size();
+  const int cand = exploring ? plan_[plan_pos_++] : incumbent_;
+  // Budgets count calls run, not planned: a plan replaced within a block (a switch) ran less.
+  if (exploring) ++cands_[static_cast<std::size_t>(cand)].burst_calls;
   const Choice c = choice_of(cand);
   slot(begun_) = {cand, c.straggler, -1};
   ++begun_;
@@ -183,7 +214,7 @@ void StragglerPolicy::record(double seconds_in_call) {
   ++recorded_;
 }
 
-bool StragglerPolicy::exchange_due() const noexcept { return recorded_ - filled_ >= config_.period; }
+bool StragglerPolicy::exchange_due() const noexcept { return recorded_ - filled_ >= window_; }
 
 std::uint64_t StragglerPolicy::window_digest(std::int64_t first_call) const {
   // FNV-1a over what every rank must agree on: where the window starts and what each call ran.
@@ -194,7 +225,8 @@ std::uint64_t StragglerPolicy::window_digest(std::int64_t first_call) const {
   mix(first_call);
   mix(config_.nranks);
   mix(config_.period);
-  for (int j = 0; j < config_.period; ++j) {
+  mix(window_);
+  for (int j = 0; j < window_; ++j) {
     const Ran& r = slot(first_call + j);
     mix(static_cast<int>(cands_[static_cast<std::size_t>(r.candidate)].algorithm));
     mix(r.straggler);
@@ -205,7 +237,8 @@ std::uint64_t StragglerPolicy::window_digest(std::int64_t first_call) const {
 void StragglerPolicy::fill_exchange(std::span<std::int64_t> all, int rank) {
   if (!exchange_due())
     throw Error(ErrorCode::InvalidUsage, "straggler policy: fill_exchange() with " + std::to_string(recorded_ - filled_) +
-                                             " recorded calls waiting, expected period " + std::to_string(config_.period));
+                                             " recorded calls waiting, expected " + std::to_string(window_) +
+                                             " (calls per exchange)");
   if (all.size() != static_cast<std::size_t>(exchange_size()))
     throw Error(ErrorCode::InvalidUsage, "straggler policy: exchange array of " + std::to_string(all.size()) +
                                              " values, expected " + std::to_string(exchange_size()) +
@@ -213,18 +246,28 @@ void StragglerPolicy::fill_exchange(std::span<std::int64_t> all, int rank) {
   if (rank < 0 || rank >= config_.nranks) check_int(false, "rank", rank, "a rank in [0, nranks)");
   std::fill(all.begin(), all.end(), std::int64_t{-1});
   const std::size_t base = static_cast<std::size_t>(rank) * static_cast<std::size_t>(slots_per_rank());
-  for (int j = 0; j < config_.period; ++j) all[base + static_cast<std::size_t>(j)] = slot(filled_ + j).ns;
-  all[base + static_cast<std::size_t>(config_.period)] = static_cast<std::int64_t>(window_digest(filled_));
-  filled_ += config_.period;
+  for (int j = 0; j < window_; ++j) all[base + static_cast<std::size_t>(j)] = slot(filled_ + j).ns;
+  all[base + static_cast<std::size_t>(window_)] = static_cast<std::int64_t>(window_digest(filled_));
+  filled_ += window_;
 }
 
-void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s) {
+void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, double persistence) {
   const std::int64_t window = decided_ / config_.period;
   std::vector<double>& all_values = values_;
   for (std::size_t k = 0; k < cands_.size(); ++k) {
     const Candidate& c = cands_[k];
     Estimate& e = est_[k];
-    e.predicted = predict(choice_of(static_cast<int>(k)), c.uses_straggler ? delay_target_s : delay_all_s);
+    // A straggler-using candidate overlaps the delay only in the calls in which its straggler
+    // is in fact the last to arrive (the fraction `persistence` of recent calls): its model is
+    // the mixture. A straggler late in one call of three is worth little; one that is late in
+    // every call, all of the overlap.
+    if (c.uses_straggler) {
+      const Choice ch = choice_of(static_cast<int>(k));
+      e.predicted = persistence >= 1 ? predict(ch, delay_target_s)
+                                     : persistence * predict(ch, delay_target_s) + (1 - persistence) * predict(ch, 0.0);
+    } else {
+      e.predicted = predict(choice_of(static_cast<int>(k)), delay_all_s);
+    }
     e.fresh_values.clear();
     all_values.clear();
     for (auto s = c.samples.rbegin(); s != c.samples.rend(); ++s) {
@@ -278,14 +321,21 @@ void StragglerPolicy::plan_exploration(int best) {
   if (best < 0) best = incumbent_;
   // "Could be the best": within the model's error of the best estimate, widened by twice the
   // noise, since a candidate with one measurement may have met an outlier.
-  const double band = std::isfinite(est_[static_cast<std::size_t>(best)].value)
-                          ? est_[static_cast<std::size_t>(best)].value * (1 + config_.model_error + 2 * noise_)
-                          : std::numeric_limits<double>::infinity();
+  const double best_value = est_[static_cast<std::size_t>(best)].value;
+  const double band = std::isfinite(best_value) ? best_value * (1 + config_.model_error + 2 * noise_)
+                                                : std::numeric_limits<double>::infinity();
   // Who needs measuring: a candidate never measured (one probe), one measured fewer than
   // min_samples times (a single outlier must not rule it out for good), or one whose estimate
   // could be the best within the model's error but lacks fresh measurements. At most min_samples
   // exploration calls per candidate every refresh_windows decisions, so delays that keep
   // changing do not turn into endless exploration.
+  // A candidate never measured is ranked by the model alone (its ratio to the model's best at
+  // the current delays): the scale measured on other candidates differs from one algorithm to
+  // the next on a loaded host, so scaled estimates would let far candidates in.
+  double model_best = std::numeric_limits<double>::infinity();
+  for (const Estimate& e : est_)
+    if (std::isfinite(e.predicted)) model_best = std::min(model_best, e.predicted);
+  const double model_band = model_best * (1 + config_.model_error + 2 * noise_);
   std::vector<Need>& needs = needs_;
   needs.clear();
   for (std::size_t k = 0; k < cands_.size(); ++k) {
@@ -296,10 +346,19 @@ void StragglerPolicy::plan_exploration(int best) {
     int calls = 0;
     const bool unknown = !std::isfinite(e.value);
     const int have = static_cast<int>(c.samples.size());
-    if (unknown || have < config_.min_samples || (e.value <= band && e.fresh < config_.min_samples))
-      calls = std::min(unknown ? 1 : config_.min_samples - std::min(e.fresh, have), config_.min_samples - c.burst_calls);
-    else if (e.measured && e.value < est_[static_cast<std::size_t>(incumbent_)].value)
-      calls = 1;  // looks faster but not beyond the noise: measure it more to settle the question
+    // Far candidates (beyond the band) are not measured at all: the model, scaled by what was
+    // measured, rules them out (a 300 ms straggler: ring, rhd and native are not run once).
+    if (unknown)
+      calls = std::min(1, config_.min_samples - c.burst_calls);
+    else if ((have == 0 && std::isfinite(e.predicted) ? e.predicted <= model_band : e.value <= band) && e.fresh == 0)
+      calls = std::min(1, config_.min_samples - c.burst_calls);  // one call: more only if it looks faster (below)
+    const Estimate& inc = est_[static_cast<std::size_t>(incumbent_)];
+    const bool looks_faster = have == 0 ? e.predicted * (1 + config_.switch_margin) < inc.predicted  // model alone
+                                        : e.value * (e.measured ? 1 : 1 + config_.switch_margin) < inc.value;
+    if (calls <= 0 && looks_faster)
+      // Looks faster but not beyond the noise, or looks faster at a delay its measurements
+      // were not taken at (budget spent): one call per plan to settle the question.
+      calls = 1;
     if (calls > 0) needs.push_back({static_cast<int>(k), calls, unknown, e.value});
   }
   std::sort(needs.begin(), needs.end(), [](const Need& a, const Need& b) {
@@ -307,13 +366,14 @@ void StragglerPolicy::plan_exploration(int best) {
     if (!a.unknown && a.value != b.value) return a.value < b.value;
     return a.candidate < b.candidate;
   });
-  const std::size_t cap = static_cast<std::size_t>(std::max(1, config_.period / 2));
+  // The first block surveys what could be the best (up to P calls): later, at most P/2 calls
+  // per block, so that a benchmark's median never sees exploration.
+  const std::size_t cap = static_cast<std::size_t>(window == 0 ? config_.period : std::max(1, config_.period / 2));
   for (int round = 0; plan_.size() < cap; ++round) {  // round robin: breadth before depth
     bool any = false;
     for (const Need& n : needs)
       if (n.calls > round && plan_.size() < cap) {
         plan_.push_back(n.candidate);
-        ++cands_[static_cast<std::size_t>(n.candidate)].burst_calls;
         any = true;
       }
     if (!any) break;
@@ -336,27 +396,27 @@ void StragglerPolicy::plan_exploration(int best) {
 }
 
 bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
-  const int n = config_.nranks, P = config_.period, S = slots_per_rank();
+  const int n = config_.nranks, P = config_.period, W = window_, S = slots_per_rank();
   require(filled_ > decided_, "straggler policy: decide() without a filled exchange, expected fill_exchange() first");
   if (all.size() != static_cast<std::size_t>(exchange_size()))
     throw Error(ErrorCode::InvalidUsage, "straggler policy: exchange array of " + std::to_string(all.size()) +
                                              " values, expected " + std::to_string(exchange_size()) +
                                              " (nranks × slots_per_rank)");
   const std::int64_t first = decided_;
-  const std::int64_t window = decided_ / P;
+  const std::int64_t window = block();  // staleness, dwell and exploration count blocks of P calls
   const auto at = [&](int r, int j) { return all[static_cast<std::size_t>(r * S + j)]; };
   const std::int64_t digest = static_cast<std::int64_t>(window_digest(first));
   for (int r = 0; r < n; ++r) {
-    for (int j = 0; j <= P; ++j)
+    for (int j = 0; j <= W; ++j)
       if (at(r, j) < 0)
         throw Error(ErrorCode::InvalidUsage, "straggler policy: rank " + std::to_string(r) +
-                                                 " contributed nothing to exchange " + std::to_string(window) +
+                                                 " contributed nothing to exchange " + std::to_string(decided_ / W) +
                                                  " (slot " + std::to_string(j) +
                                                  " is negative), expected every rank to fill_exchange() before the max");
-    if (at(r, P) != digest)
+    if (at(r, W) != digest)
       throw Error(ErrorCode::Mismatch,
                   "straggler policy: rank " + std::to_string(r) + " ran different choices or counted calls differently in calls " +
-                      std::to_string(first) + ".." + std::to_string(first + P - 1) + " than this rank, expected every rank "
+                      std::to_string(first) + ".." + std::to_string(first + W - 1) + " than this rank, expected every rank "
                       "to call begin_call/record/fill_exchange/decide at the same calls");
   }
 
@@ -367,13 +427,12 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   std::vector<double>& gap = gap_, &exposed = exposed_;
   std::vector<int>& count = count_;
   std::vector<double>& score = score_;
-  late.assign(static_cast<std::size_t>(P), 0);
-  gap.assign(static_cast<std::size_t>(P), 0.0);
-  exposed.assign(static_cast<std::size_t>(P), 0.0);
+  late.assign(static_cast<std::size_t>(W), 0);
+  gap.assign(static_cast<std::size_t>(W), 0.0);
+  exposed.assign(static_cast<std::size_t>(W), 0.0);
   count.assign(static_cast<std::size_t>(n), 0);
   score.assign(static_cast<std::size_t>(n), 0.0);
-  int significant = 0;
-  for (int j = 0; j < P; ++j) {
+  for (int j = 0; j < W; ++j) {
     int lo = 0;
     std::int64_t min1 = at(0, j), min2 = std::numeric_limits<std::int64_t>::max(), max = at(0, j);
     for (int r = 1; r < n; ++r) {
@@ -387,43 +446,69 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     late[uj] = lo;
     exposed[uj] = static_cast<double>(min1) * 1e-9;
     gap[uj] = static_cast<double>(min2 - min1) * 1e-9;
-    if (gap[uj] >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed[uj]) && gap[uj] > 0) {
-      ++count[static_cast<std::size_t>(lo)];
-      ++significant;
+    const bool significant =
+        gap[uj] >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed[uj]) && gap[uj] > 0;
+    // The vote runs over the last P calls, across exchanges (one call per exchange at first). A
+    // first call that follows a synchronisation says nothing about arrivals: no vote.
+    if (first + j == 0 && config_.first_call_synchronised) continue;
+    if (recent_late_.size() == static_cast<std::size_t>(P)) {
+      recent_late_.erase(recent_late_.begin());
+      recent_gap_.erase(recent_gap_.begin());
     }
+    recent_late_.push_back(significant ? lo : -1);
+    recent_gap_.push_back(gap[uj]);
     if (max > 0)
       for (int r = 0; r < n; ++r)
-        score[static_cast<std::size_t>(r)] += static_cast<double>(max - at(r, j)) / static_cast<double>(max) / P;
+        score[static_cast<std::size_t>(r)] += static_cast<double>(max - at(r, j)) / static_cast<double>(max) / W;
   }
   std::copy(score.begin(), score.end(), scores_.begin());
 
-  // The late rank: late (by a significant margin) in most calls of the window. Otherwise none
+  // The late rank: late (by a significant margin) in most of the last P calls, and in at least
+  // two of them (one late call is no persistent straggler: it is never chased). Otherwise none
   // is named, and the straggler given to StragglAR stays where it was (hysteresis).
-  const int old_target = target_;
+  const int old_target = target_, old_late = late_;
   const Choice old_choice = incumbent_choice_;
+  const std::size_t recent = recent_late_.size();  // the last P calls (fewer at first)
+  const int voters = static_cast<int>(recent);
+  int significant = 0;
+  for (std::size_t j = 0; j < recent; ++j)
+    if (const int who = recent_late_[j]; who >= 0) ++count[static_cast<std::size_t>(who)], ++significant;
   late_ = -1;
   for (int r = 0; r < n; ++r)
-    if (2 * count[static_cast<std::size_t>(r)] > P) late_ = r;
-  if (late_ >= 0) target_ = late_;
-  delay_s_ = lower_median(gap, work_);
-  // The overlap a straggler-using candidate gets with the current target: the delay of the
-  // calls in which the target was indeed the last to arrive, 0 in the others.
+    if (2 * count[static_cast<std::size_t>(r)] > voters && count[static_cast<std::size_t>(r)] >= std::min(2, P)) late_ = r;
+  // StragglAR's straggler moves to the late rank only when the current one is late in less than
+  // half as many of the last P calls: two stragglers that alternate keep it on one of them
+  // (right every other call, as StragglAR told either would be) instead of always one call behind.
+  if (late_ >= 0 && late_ != target_ && 2 * count[static_cast<std::size_t>(target_)] < count[static_cast<std::size_t>(late_)])
+    target_ = late_;
+  delay_s_ = lower_median(recent_gap_, work_);
+  // The overlap a straggler-using candidate gets with the current target: the median delay of
+  // the last P calls in which the target was the last to arrive, and the fraction of those
+  // calls (its persistence: a straggler that does not persist is not worth chasing).
   std::vector<double>& target_gap = values_;
-  target_gap.assign(static_cast<std::size_t>(P), 0.0);
-  for (std::size_t j = 0; j < target_gap.size(); ++j) target_gap[j] = late[j] == target_ ? gap[j] : 0.0;
-  const double delay_target = lower_median(target_gap, work_);
+  target_gap.clear();
+  for (std::size_t j = 0; j < recent; ++j)
+    if (recent_late_[j] == target_) target_gap.push_back(recent_gap_[j]);
+  const double delay_target = target_gap.empty() ? 0.0 : lower_median(target_gap, work_);
+  const double persistence = recent ? static_cast<double>(target_gap.size()) / static_cast<double>(recent) : 0.0;
 
   // Measurements of the window, each with the overlap its choice could use in that call (a
   // StragglAR call told the wrong rank overlapped nothing: delay 0).
-  for (int j = 0; j < P; ++j) {
+  for (int j = 0; j < W; ++j) {
     const Ran& r = slot(first + j);
     Candidate& c = cands_[static_cast<std::size_t>(r.candidate)];
     const auto uj = static_cast<std::size_t>(j);
-    const double d = c.uses_straggler ? (late[uj] == r.straggler ? gap[uj] : 0.0) : gap[uj];
+    double d = c.uses_straggler ? (late[uj] == r.straggler ? gap[uj] : 0.0) : gap[uj];
+    if (first + j == 0 && config_.first_call_synchronised) {
+      // Everyone had arrived: a measurement at no delay, worth keeping only for a candidate
+      // that does not depend on who is late (the first call runs one without a model: native).
+      if (c.uses_straggler) continue;
+      d = 0;
+    }
     if (c.samples.size() == static_cast<std::size_t>(config_.history)) c.samples.erase(c.samples.begin());
     c.samples.push_back({exposed[uj], predict(Choice{c.algorithm, r.straggler}, d), window});
   }
-  estimate_all(delay_s_, delay_target);
+  estimate_all(delay_s_, delay_target, persistence);
 
   int best = -1;
   for (std::size_t k = 0; k < est_.size(); ++k)
@@ -446,7 +531,9 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     if (!std::isfinite(i.value)) {
       switched = true;
       if (words) reason = "the previous choice has no estimate";
-    } else if (b.measured) {
+    } else if (b.measured || (b.fresh >= 1 && i.fresh >= 1)) {
+      // (One fresh measurement is enough to switch when it beats the incumbent's by the margin:
+      // a shared host's noise only slows calls down, so a fast call is no accident.)
       // Two lower quartiles of m_b and m_i samples differ by chance by about
       // 1.36·σ·sqrt(1/m_b + 1/m_i) (the standard error of a quartile is 1.36·σ/sqrt(m)); 1.5 of
       // those: ~7% of comparisons between equal candidates, and the dwell rule stops those
@@ -463,7 +550,9 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
                  "%: " + fmt_double(config_.switch_margin * 100) + "% + 1.5 standard errors at noise " + fmt_double(std::round(noise_ * 1000) / 10) + "%)";
         incumbent_by_model_ = false;
       }
-    } else if (b.value * (1 + config_.model_error) < i.value) {
+    } else if (b.value * (1 + config_.model_error * (i.measured ? 1 : 2)) < i.value) {
+      // (An incumbent measured only once may have met a slow outlier: then the model must
+      // promise twice the gain.)
       switched = true;
       if (words)
         reason = "estimate " + ms(b.value) + " (too few fresh measurements: the model moves older ones to this delay) vs " +
@@ -477,8 +566,14 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       last_change_window_ = window;
     }
   }
-  plan_exploration(best);
-  decided_ += P;
+  // Exploration is planned once per block of P calls (its budgets count blocks), and again when
+  // the choice or StragglAR's straggler changed: decisions after every call do not multiply it.
+  const std::int64_t next_block = (decided_ + W) / P;
+  if (switched || target_ != old_target || late_ != old_late || next_block != planned_block_) {
+    plan_exploration(best);
+    planned_block_ = next_block;
+  }
+  decided_ += W;
   update_next();
 
   const bool changed = !(incumbent_choice_ == old_choice);
@@ -489,9 +584,10 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
                     std::to_string(decided_ - 1) + ": ";
     if (late_ >= 0)
       e += "rank " + std::to_string(late_) + " arrived last in " + std::to_string(count[static_cast<std::size_t>(late_)]) +
-           " of " + std::to_string(P) + " calls";
+           " of the last " + std::to_string(voters) + " calls";
     else
-      e += "no rank arrived last in most calls (" + std::to_string(significant) + " of " + std::to_string(P) + " had a late rank)";
+      e += "no rank arrived last in most calls (" + std::to_string(significant) + " of the last " + std::to_string(voters) +
+           " had a late rank)";
     e += ", median delay " + ms(delay_s_) + "; estimated exposed time now:";
     for (std::size_t k = 0; k < cands_.size(); ++k) {
       const Estimate& x = est_[k];

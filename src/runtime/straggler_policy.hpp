@@ -46,7 +46,15 @@ struct PolicyConfig {
   // MPI_Allreduce), so the core keeps this list.
   std::vector<Algorithm> candidates = {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd,
                                        Algorithm::native};
-  int period = 5;                 // P: calls between exchanges (decisions)
+  int period = 5;                 // P: calls per block: the late rank is voted over the last P calls,
+                                  // exploration, refresh, dwell and staleness count blocks
+  // Calls per exchange (and decision), 1..period; 0: period. 1 (the host engines' choice when an
+  // exchange costs little beside the call) lets auto decide after every call: it converges from
+  // the first measured call and follows a new straggler within two calls (docs/auto.md).
+  int exchange_every = 0;
+  // The first call follows a synchronisation (the core's agreement of a new configuration):
+  // nobody is late in it, so it counts for no vote and measures only straggler-agnostic choices.
+  bool first_call_synchronised = false;
   // The straggler StragglAR is told until a late rank is measured (the caller's hint,
   // Options::straggler); -1: rank nranks-1.
   int initial_straggler = -1;
@@ -101,10 +109,12 @@ class StragglerPolicy {
   // negative or non-finite time or when no call is waiting for its time.
   void record(double seconds_in_call);
 
-  // P recorded calls wait to be exchanged.
+  // exchange_every recorded calls wait to be exchanged.
   bool exchange_due() const noexcept;
-  // int64 slots each rank contributes: P in-call times (ns) and a digest of the window.
-  int slots_per_rank() const noexcept { return config_.period + 1; }
+  // Calls per exchange (window): config.exchange_every, or period when that is 0.
+  int window_calls() const noexcept { return window_; }
+  // int64 slots each rank contributes: the window's in-call times (ns) and its digest.
+  int slots_per_rank() const noexcept { return window_ + 1; }
   int exchange_size() const noexcept { return config_.nranks * slots_per_rank(); }
   // Writes the whole exchange array (exchange_size() values, rank-major): this rank's slots, -1
   // in every other slot, so an element-wise max over ranks gives every rank every rank's values.
@@ -121,7 +131,7 @@ class StragglerPolicy {
   // Visibility.
   const Choice& incumbent() const noexcept { return incumbent_choice_; }  // decided; current() may explore
   int late_rank() const noexcept { return late_; }      // rank late in most calls of the last window, or -1
-  double delay_s() const noexcept { return delay_s_; }  // median delay of the last arrival, last window
+  double delay_s() const noexcept { return delay_s_; }  // median delay of the last arrival, last P calls
   double noise() const noexcept { return noise_; }      // relative spread of measured calls
   // Per rank, mean over the last window of the fraction of the call (as seen by the first rank
   // to arrive) that passed before this rank arrived: in [0, 1]; 0 before the first decision.
@@ -130,7 +140,7 @@ class StragglerPolicy {
   // STRAGGLAR_DEBUG=INFO.
   const std::string& last_switch_evidence() const noexcept { return evidence_; }
   std::int64_t calls_begun() const noexcept { return begun_; }
-  std::int64_t decisions() const noexcept { return decided_ / config_.period; }
+  std::int64_t decisions() const noexcept { return decided_ / window_; }
 
  private:
   struct Sample {
@@ -163,11 +173,13 @@ class StragglerPolicy {
   const Ran& slot(std::int64_t call) const { return ring_[static_cast<std::size_t>(call) & (ring_.size() - 1)]; }
   std::uint64_t window_digest(std::int64_t first_call) const;
   double predict(const Choice& c, double delay_s) const;
-  void estimate_all(double delay_all_s, double delay_target_s);
+  std::int64_t block() const noexcept { return decided_ / config_.period; }
+  void estimate_all(double delay_all_s, double delay_target_s, double persistence);
   void plan_exploration(int best);
   void update_next();
 
   PolicyConfig config_;
+  int window_ = 1;  // calls per exchange
   Predictor predict_;
   std::vector<Candidate> cands_;
   std::vector<Ran> ring_;  // begun calls not yet decided, indexed by call number mod size (power of 2)
@@ -183,6 +195,10 @@ class StragglerPolicy {
   int previous_incumbent_ = -1;           // the incumbent before it
   bool incumbent_by_model_ = true;        // chosen without measurements backing it
   std::int64_t last_refresh_window_ = 0;
+  std::int64_t planned_block_ = -1;  // block of the last exploration plan
+  // The last P decided calls: late rank (-1: no significant gap), gap, oldest first.
+  std::vector<int> recent_late_;
+  std::vector<double> recent_gap_;
   Choice next_, incumbent_choice_;
   std::vector<double> scores_;
   std::vector<Estimate> est_;

@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/straggler_policy.hpp"
@@ -29,8 +30,11 @@ struct Costs {
 
 // What the world does in one call: which rank arrives late (-1: none) and by how much.
 struct World {
+  World() = default;
+  World(int l, double d, std::vector<double> per_rank = {}) : late(l), delay_s(d), delays(std::move(per_rank)) {}
   int late = -1;
   double delay_s = 0;
+  std::vector<double> delays;  // per rank (an arrival pattern); when set, late/delay_s are unused
 };
 
 struct Noise {
@@ -52,7 +56,8 @@ CallResult simulate_call(const Choice& c, int n, const World& w, const Costs& k,
   std::normal_distribution<double> g(0, 1);
   std::vector<double> arrive(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r)
-    arrive[static_cast<std::size_t>(r)] = z.arrival_jitter_s * u(rng) + (r == w.late ? w.delay_s : 0.0);
+    arrive[static_cast<std::size_t>(r)] =
+        z.arrival_jitter_s * u(rng) + (!w.delays.empty() ? w.delays[static_cast<std::size_t>(r)] : r == w.late ? w.delay_s : 0.0);
   const double last = *std::max_element(arrive.begin(), arrive.end());
   double factor = std::exp(z.sigma * g(rng));
   if (u(rng) < z.outlier_p) factor *= z.outlier_factor;
@@ -168,10 +173,19 @@ class Job {
   long calls_ = 0;
 };
 
+// 8 ranks, 64 MiB; one call per exchange, as the host engines run it (the core's choice when
+// an exchange costs little beside the call); config8_windows(): P calls per exchange (the lag
+// engines' and small calls' form).
 PolicyConfig config8() {
   PolicyConfig c;
   c.nranks = 8;
   c.bytes = 64u << 20;
+  c.exchange_every = 1;
+  return c;
+}
+PolicyConfig config8_windows() {
+  PolicyConfig c = config8();
+  c.exchange_every = 0;
   return c;
 }
 
@@ -283,7 +297,7 @@ TEST(StragglerPolicy, RejectsBadConfigNamingTheValue) {
 }
 
 TEST(StragglerPolicy, RejectsMisuseOfTheCallSequence) {
-  PolicyConfig c = config8();
+  PolicyConfig c = config8_windows();
   c.nranks = 2;
   c.period = 2;
   StragglerPolicy p(c, model_predictor(Costs{}));
@@ -328,7 +342,7 @@ void expect_mismatch(StragglerPolicy& a, StragglerPolicy& b) {
 }
 
 TEST(StragglerPolicy, RanksWhoseWindowsDifferGetMismatchNotAHang) {
-  PolicyConfig c = config8();
+  PolicyConfig c = config8_windows();
   c.nranks = 2;
   c.period = 2;
   {
@@ -342,11 +356,13 @@ TEST(StragglerPolicy, RanksWhoseWindowsDifferGetMismatchNotAHang) {
     expect_mismatch(a, b);
   }
   {
-    // Same calls, different choices (here: ranks configured with their candidates in another
-    // order, so their surveys differ).
+    // Same calls, different choices (here: ranks given different straggler hints, so their
+    // StragglAR calls differ).
     PolicyConfig c1 = c;
-    c.candidates = {Algorithm::ring, Algorithm::rhd};
-    c1.candidates = {Algorithm::rhd, Algorithm::ring};
+    c.candidates = {Algorithm::stragglar};
+    c1.candidates = {Algorithm::stragglar};
+    c.initial_straggler = 0;
+    c1.initial_straggler = 1;
     StragglerPolicy a(c, model_predictor(Costs{})), b(c1, model_predictor(Costs{}));
     for (int i = 0; i < 2; ++i) a.begin_call(), a.record(0.1), b.begin_call(), b.record(0.1);
     expect_mismatch(a, b);
@@ -607,13 +623,14 @@ TEST(StragglerPolicy, ScoresAreFractionsAndTheLateRankScoresHighest) {
 
 // ---- shapes of jobs and candidate lists ------------------------------------------------------
 
-TEST(StragglerPolicy, SurveysEveryCandidateFirstAndRespectsTheList) {
+TEST(StragglerPolicy, StartsWithTheModelsBestWithoutASurveyAndRespectsTheList) {
   PolicyConfig c = config8();
-  c.candidates = {Algorithm::ring, Algorithm::stragglar, Algorithm::rhd};  // no native engine
-  StragglerPolicy p(c, model_predictor(Costs{}));
-  EXPECT_EQ(p.begin_call(), (Choice{Algorithm::ring, -1}));
-  EXPECT_EQ(p.begin_call(), (Choice{Algorithm::stragglar, 7}));  // the API's default straggler n-1
-  EXPECT_EQ(p.begin_call(), (Choice{Algorithm::rhd, -1}));
+  c.candidates = {Algorithm::rhd, Algorithm::stragglar, Algorithm::ring};  // no native engine
+  {
+    // No survey: the calls before the first decision run the model's best at no delay.
+    StragglerPolicy p(c, model_predictor(Costs{}));
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(p.begin_call(), (Choice{Algorithm::ring, -1}));
+  }
   Job job(c, model_predictor(Costs{}), 11);
   for (int i = 0; i < 200; ++i) {
     const Choice ch = job.call(World{i < 100 ? -1 : 2, i < 100 ? 0.0 : 0.3}, Costs{}, Noise{});
@@ -640,6 +657,120 @@ TEST(StragglerPolicy, OneRankAndPeriodOneWork) {
   for (int i = 0; i < 60; ++i) every.call(World{4, 0.3}, Costs{}, Noise{});
   EXPECT_EQ(every.rank0().incumbent(), (Choice{Algorithm::stragglar, 4}));
   EXPECT_EQ(every.rank0().decisions(), 60);
+}
+
+// ---- arrival patterns (issue 20; bench/patterns/ replays the same kinds on real backends) ----
+
+// One pattern kind: per timed call, every rank's delay (seconds).
+using Pattern = std::vector<std::vector<double>>;
+
+Pattern make_pattern(const std::string& kind, int n, int calls, double d, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  Pattern p(static_cast<std::size_t>(calls), std::vector<double>(static_cast<std::size_t>(n), 0.0));
+  for (int i = 0; i < calls; ++i) {
+    auto& row = p[static_cast<std::size_t>(i)];
+    auto late = [&](int r, double ms) { row[static_cast<std::size_t>(r)] = ms; };
+    if (kind == "fixed-rank2") late(2, d);
+    else if (kind == "random-rank") late(static_cast<int>(rng() % static_cast<std::uint64_t>(n)), d);
+    else if (kind == "two-late") late(2, d), late(5, d);
+    else if (kind == "alternating") late(i % 2 ? n - 2 : 1, d);
+    else if (kind == "imbalance") for (int r = 0; r < n; ++r) late(r, 0.3 * d * u(rng));
+    else if (kind == "jitter") late(3, d * (0.5 + u(rng)));
+    else if (kind == "appears-midway") { if (i >= calls / 2) late(4, d); }
+    else if (kind == "moves-midway") late(i < calls / 2 ? n - 1 : 1, d);
+    // "none": nobody late
+  }
+  return p;
+}
+
+int most_often_late(const Pattern& p) {
+  std::vector<int> count(p[0].size(), 0);
+  for (const auto& row : p) {
+    const auto last = std::max_element(row.begin(), row.end());
+    if (*last > *std::min_element(row.begin(), row.end())) ++count[static_cast<std::size_t>(last - row.begin())];
+  }
+  const auto best = std::max_element(count.begin(), count.end());
+  return *best > 0 ? static_cast<int>(best - count.begin()) : static_cast<int>(p[0].size()) - 1;
+}
+
+struct PatternRun {
+  double auto_total = 0, best_fixed_total = 0;
+  std::string best_fixed;
+  std::vector<Choice> choices;
+};
+
+// As bench/patterns/run.sh runs it: the core's first call (after the agreement: nobody late),
+// 2 warm-ups with line 1, then one timed call per line; totals of exposed time.
+PatternRun run_pattern(const Pattern& pattern, std::uint64_t seed, int exchange_every = 1, const Costs& k = {},
+                       const Noise& z = {}) {
+  PolicyConfig cfg = config8();
+  cfg.exchange_every = exchange_every;
+  cfg.first_call_synchronised = true;
+  const int n = cfg.nranks;
+  Job job(cfg, model_predictor(k), seed);
+  PatternRun out;
+  job.call(World{}, k, z);
+  for (int i = 0; i < 2; ++i) job.call(World{-1, 0, pattern[0]}, k, z);
+  for (const auto& row : pattern) {
+    CallResult res;
+    out.choices.push_back(job.call(World{-1, 0, row}, k, z, &res));
+    out.auto_total += res.exposed;
+  }
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  out.best_fixed_total = std::numeric_limits<double>::infinity();
+  const int told = most_often_late(pattern);
+  for (Algorithm a : {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd, Algorithm::native}) {
+    double total = 0;
+    for (const auto& row : pattern)
+      total += simulate_call(Choice{a, a == Algorithm::stragglar ? told : -1}, n, World{-1, 0, row}, k, z, rng).exposed;
+    if (total < out.best_fixed_total) out.best_fixed_total = total, out.best_fixed = to_string(a);
+  }
+  return out;
+}
+
+const char* const kPatternKinds[] = {"fixed-rank2", "none",    "random-rank",    "two-late",    "alternating",
+                                     "imbalance",   "jitter", "appears-midway", "moves-midway"};
+
+TEST(StragglerPolicy, EveryArrivalPatternStaysNearTheBestFixedEntry) {
+  // Totals over 24 calls as the issue measures them (one call per line after the first call and
+  // 2 warm-ups); every rank decides the same (Job checks it call by call). 300 ms and 60 ms
+  // delays: far beyond and about the ReduceScatter's length. Over 4 seeds per kind: the mean
+  // ratio to the best fixed entry within 5% (the issue's target) and every seed within 10%,
+  // except a random rank per call (the known miss, docs/auto.md "What it cannot do"): a chance
+  // majority of one rank in the last P calls, or warm-ups repeating one line, makes auto try
+  // StragglAR told that rank for a few calls.
+  // Deciding every P calls (W = P: lag engines, or a cost model that says an exchange is not
+  // cheap beside a call) reacts later: 1.03–1.09× on average per kind there (random rank 1.13×),
+  // the issue's 5% is met only when deciding after every call (docs/auto.md "The exchange").
+  for (int every : {1, 0})  // decide after every call (the host engines), every P calls (lag engines)
+    for (double d : {0.300, 0.060})
+      for (const char* kind : kPatternKinds) {
+        const bool random = std::string(kind) == "random-rank";
+        double sum = 0;
+        for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+          const PatternRun run = run_pattern(make_pattern(kind, 8, 24, d, seed), seed, every);
+          const double ratio = run.auto_total / run.best_fixed_total;
+          sum += ratio;
+          EXPECT_LE(ratio, every == 1 ? (random ? 1.12 : 1.10) : (random ? 1.20 : 1.12))
+              << kind << " delay " << d << " seed " << seed << " best " << run.best_fixed << " exchange_every " << every;
+        }
+        EXPECT_LE(sum / 4, every == 1 ? (random ? 1.10 : 1.05) : (random ? 1.15 : 1.10))
+            << kind << " delay " << d << " exchange_every " << every;
+      }
+}
+
+TEST(StragglerPolicy, AStragglerThatDoesNotPersistIsNotFollowed) {
+  // Two ranks late together, every rank a little late: no rank is late in most calls, so
+  // StragglAR is never told a rank on a guess (it runs only as a bounded exploration). A random
+  // rank per call: StragglAR runs in a minority of calls (chance majorities; the known miss).
+  for (const char* kind : {"random-rank", "two-late", "imbalance"})
+    for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+      const PatternRun run = run_pattern(make_pattern(kind, 8, 60, 0.300, seed), seed);
+      int stragglar = 0;
+      for (const Choice& c : run.choices) stragglar += c.algorithm == Algorithm::stragglar;
+      EXPECT_LE(stragglar, std::string(kind) == "random-rank" ? 60 * 3 / 10 : 60 / 10) << kind << " seed " << seed;
+    }
 }
 
 }  // namespace

@@ -52,3 +52,22 @@ for r in d["rows"]:
 print(f"n=4: JSON rows {len(d['rows'])}, per-iteration times and choices present")
 EOF
 test "$(head -1 "$out/bench.csv" | cut -d, -f1-6)" = "size,count,type,redop,algo,pipeline"
+
+# --delay-pattern (issue 20): per-rank delays per timed iteration, cycled; the fixed StragglAR
+# entry is told the rank latest most often (rank 2 here); exact results; totals in the JSON.
+printf '# test pattern\n0 0 3 0\n1 0 2 0\n\n0 2 3 0\n' > "$out/pattern.txt"
+"${mpiexec[@]}" -np 4 "$bench" -b 4K -e 4K -n 5 -w 1 -c 1 --algo auto,stragglar,ring --delay-pattern "$out/pattern.txt" \
+  --json "$out/pattern.json" >"$out/log" 2>&1 || { echo "FAIL: --delay-pattern"; cat "$out/log"; exit 1; }
+python3 - "$out/pattern.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["straggler"] == 2 and d["delay_pattern"].endswith("pattern.txt"), d
+for r in d["rows"]:
+    assert "error" not in r and r["wrong"] == 0, r
+    assert abs(r["exposed_total_us"] - sum(r["exposed_us_per_iter"])) <= 1e-6 * max(1.0, r["exposed_total_us"]), r
+print("--delay-pattern: exact, straggler = the rank latest most often, totals")
+EOF
+# A bad pattern is refused, naming the file, the line and the value.
+printf '0 0 x 0\n' > "$out/bad.txt"
+"${mpiexec[@]}" -np 4 "$bench" -b 4K -e 4K -n 1 --delay-pattern "$out/bad.txt" >"$out/log" 2>&1 || true
+grep -q "bad.txt line 1: 'x' is not a delay" "$out/log" || { echo "FAIL: bad pattern message"; cat "$out/log"; exit 1; }

@@ -77,6 +77,64 @@ std::vector<Entry> parse_entries(const EngineFlags& f, int straggler, const std:
   return out;
 }
 
+// ---- --delay-pattern FILE ------------------------------------------------------------------------
+// One line per timed iteration: n delays in ms (rank 0 first), whitespace-separated; blank lines
+// and lines starting with '#' are skipped. Every rank reads the same file.
+using DelayPattern = std::vector<std::vector<double>>;
+
+DelayPattern read_delay_pattern(const std::string& file) {
+  DelayPattern lines;
+  if (file.empty()) return lines;
+  std::ifstream in(file);
+  require(static_cast<bool>(in), "--delay-pattern " + file + ": cannot open the file");
+  std::string text;
+  for (int number = 1; std::getline(in, text); ++number) {
+    const std::size_t first = text.find_first_not_of(" \t\r");
+    if (first == std::string::npos || text[first] == '#') continue;
+    std::istringstream fields(text);
+    std::vector<double> line;
+    std::string field;
+    while (fields >> field) {
+      std::size_t used = 0;
+      double ms = -1;
+      try {
+        ms = std::stod(field, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      require(used == field.size() && std::isfinite(ms) && ms >= 0,
+              "--delay-pattern " + file + " line " + std::to_string(number) + ": '" + field +
+                  "' is not a delay, expected a finite number of ms >= 0");
+      line.push_back(ms);
+    }
+    require(static_cast<int>(line.size()) == g_n,
+            "--delay-pattern " + file + " line " + std::to_string(number) + ": " + std::to_string(line.size()) +
+                " delays, expected one per rank (" + std::to_string(g_n) + ")");
+    lines.push_back(std::move(line));
+  }
+  require(!lines.empty(), "--delay-pattern " + file + ": no line of delays, expected one per timed iteration");
+  return lines;
+}
+
+// The rank that enters last in the most lines (ties: the lowest rank); lines where nobody is
+// late (all delays equal) count for nobody. -1 when no line has a late rank.
+int most_often_late(const DelayPattern& pattern) {
+  std::vector<int> count(static_cast<std::size_t>(g_n), 0);
+  for (const std::vector<double>& line : pattern) {
+    std::size_t last = 0;
+    double lowest = line[0];
+    for (std::size_t r = 1; r < line.size(); ++r) {
+      if (line[r] > line[last]) last = r;
+      lowest = std::min(lowest, line[r]);
+    }
+    if (line[last] > lowest) ++count[last];
+  }
+  int best = -1;
+  for (std::size_t r = 0; r < count.size(); ++r)
+    if (count[r] > 0 && (best < 0 || count[r] > count[static_cast<std::size_t>(best)])) best = static_cast<int>(r);
+  return best;
+}
+
 // ---- --move-straggler I:R[,I:R...] --------------------------------------------------------------
 struct Move {
   int iter = 0, rank = 0;
@@ -197,6 +255,7 @@ struct Row {
   std::optional<long> wrong;  // nullopt: not checked (-c 0) or the row failed
   std::optional<double> predicted_us, predicted_exposed_us;
   std::vector<double> time_us_per_iter, exposed_us_per_iter;
+  double exposed_total_us = 0;  // sum over the timed iterations (the pattern runs' measure)
   std::vector<detail::Choice> choices;  // per timed iteration: what the library ran
   std::string error;
 };
@@ -211,19 +270,29 @@ std::string fmt(const char* f, double v) {
 class Bench {
  public:
   Bench(const EngineFlags& f, Backend& b, DataType t, ReduceOp op, int straggler, std::vector<Move> moves,
-        std::vector<int> late)
+        std::vector<int> late, DelayPattern pattern)
       : f_(f), b_(b), t_(t), op_(op), es_(size_of(t)), straggler_(straggler), moves_(std::move(moves)),
-        late_(std::move(late)) {}
+        late_(std::move(late)), pattern_(std::move(pattern)) {}
 
   CostModel calibrate(std::size_t large);
   Row run_row(const Entry& entry, std::size_t bytes, const std::optional<CostModel>& cost);
 
  private:
   bool delaying() const { return !f_.ideal && f_.delay_ms > 0; }
-  // This rank sleeps --delay in an iteration whose delayed rank is `delayed` (--stragglers: all of them).
-  bool delayed_here(int delayed) const {
-    return delaying() && (g_rank == delayed || std::find(late_.begin(), late_.end(), g_rank) != late_.end());
+  // This rank's delay in timed iteration `iter` (-1: warm-up and check, which use iteration 0's
+  // delays: line 1 of a pattern). Without a pattern: --delay on the delayed rank of that
+  // iteration, and on every rank of --stragglers.
+  double my_delay_ms(int iter) const {
+    const int i = std::max(iter, 0);
+    if (!pattern_.empty()) return pattern_[static_cast<std::size_t>(i) % pattern_.size()][static_cast<std::size_t>(g_rank)];
+    return delaying() && late_here(i) ? f_.delay_ms : 0.0;
   }
+  bool late_here(int iter) const {
+    return g_rank == delayed_rank(iter) || std::find(late_.begin(), late_.end(), g_rank) != late_.end();
+  }
+  // Whether this rank's entry counts for the exposed time (the latest entry): every rank under
+  // a pattern, else the delayed ranks.
+  bool entry_counts(int iter) const { return !pattern_.empty() || (delaying() && late_here(std::max(iter, 0))); }
   // The delayed rank of timed iteration `iter` (warm-up and check: that of iteration 0).
   int delayed_rank(int iter) const {
     int r = straggler_;
@@ -232,7 +301,7 @@ class Bench {
     return r;
   }
   void prepare(std::size_t count);
-  Backend::Times iterate(const Options& o, bool schedule, std::size_t count, int delayed);
+  Backend::Times iterate(const Options& o, bool schedule, std::size_t count, int iter);
   long check(std::size_t count, bool loose);
   template <class Body>
   double slowest_median(int reps, Body&& body);
@@ -245,6 +314,7 @@ class Bench {
   int straggler_;
   std::vector<Move> moves_;
   std::vector<int> late_;  // --stragglers (empty: the one delayed rank)
+  DelayPattern pattern_;
   std::vector<std::byte> host_, expected_, result_;
   std::vector<std::byte> expected_pattern_;
   std::vector<double> magnitude_;  // per pattern element: Σ_r |input| (the loose bound)
@@ -271,7 +341,7 @@ void Bench::prepare(std::size_t count) {
   }
 }
 
-Backend::Times Bench::iterate(const Options& o, bool schedule, std::size_t count, int delayed) {
+Backend::Times Bench::iterate(const Options& o, bool schedule, std::size_t count, int iter) {
   b_.reset(count * es_);  // fresh inputs, not timed
   PhaseSelection phases = PhaseSelection::all;
   if (f_.ideal && schedule) {
@@ -283,7 +353,7 @@ Backend::Times Bench::iterate(const Options& o, bool schedule, std::size_t count
   b_.drain();
   MPI_Barrier(MPI_COMM_WORLD);  // the common start
   b_.mark_start();
-  if (delayed_here(delayed)) b_.sleep(f_.delay_ms);
+  if (const double ms = my_delay_ms(iter); ms > 0) b_.sleep(ms);
   b_.mark_entry();
   b_.allreduce(count, t_, op_, o, phases);
   b_.mark_exit();
@@ -322,7 +392,7 @@ Row Bench::run_row(const Entry& entry, std::size_t bytes, const std::optional<Co
   row.count = bytes / es_;
   row.bytes = row.count * es_;
   row.algo = entry.text;
-  row.delay_ms = f_.ideal ? 0 : f_.delay_ms;
+  row.delay_ms = f_.ideal || !pattern_.empty() ? 0 : f_.delay_ms;
   Options o = entry.options;
   o.cost = cost;
   try {
@@ -339,19 +409,18 @@ Row Bench::run_row(const Entry& entry, std::size_t bytes, const std::optional<Co
     std::vector<detail::Choice> checked;
     long wrong = 0;
     if (f_.check) {
-      iterate(o, schedule, row.count, delayed_rank(0));
+      iterate(o, schedule, row.count, -1);
       wrong += check(row.count, loose);
       checked.push_back(b_.last_choice());
     }
     // Warm-up with the timed iterations' delay: auto's policy needs the steady state.
-    for (int i = 0; i < f_.warmup; ++i) iterate(o, schedule, row.count, delayed_rank(0));
+    for (int i = 0; i < f_.warmup; ++i) iterate(o, schedule, row.count, -1);
     std::vector<double> times, exposed;
     for (int i = 0; i < f_.iters; ++i) {
-      const int delayed = delayed_rank(i);
-      const Backend::Times t = iterate(o, schedule, row.count, delayed);
+      const Backend::Times t = iterate(o, schedule, row.count, i);
       const detail::Choice c = b_.last_choice();
       const bool fresh = f_.check && std::find(checked.begin(), checked.end(), c) == checked.end();
-      double local[3] = {t.exit_s, delayed_here(delayed) ? t.entry_s : 0.0, fresh ? 1.0 : 0.0};
+      double local[3] = {t.exit_s, entry_counts(i) ? t.entry_s : 0.0, fresh ? 1.0 : 0.0};
       double global[3] = {0, 0, 0};
       MPI_Allreduce(local, global, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       times.push_back(global[0]);
@@ -367,11 +436,12 @@ Row Bench::run_row(const Entry& entry, std::size_t bytes, const std::optional<Co
       row.time_us_per_iter.push_back(times[i] * 1e6);
       row.exposed_us_per_iter.push_back(exposed[i] * 1e6);
     }
+    for (double e : exposed) row.exposed_total_us += e * 1e6;
     row.time_us = median(times) * 1e6;
     row.exposed_us = median(exposed) * 1e6;
     if (row.exposed_us > 0) row.algbw = static_cast<double>(row.bytes) / (row.exposed_us * 1e-6) / 1e9;
     row.busbw = row.algbw * 2.0 * (g_n - 1) / g_n;
-    if (cost && schedule) {
+    if (cost && schedule && pattern_.empty()) {
       // The schedule the runtime runs (same straggler, same K), with the same delay.
       Delay d;
       d.ideal = f_.ideal;
@@ -460,14 +530,19 @@ void print_header(const Tool& tool, const EngineFlags& f, const std::string& tra
               f.ideal ? " (ideal: waiting phases only)" : "", f.iters, f.warmup, f.check);
   for (const Move& m : moves)
     std::printf("# delayed rank: %d from timed iteration %d on\n", m.rank, m.iter);
-  std::printf("# time: latest exit - common start; exposed: latest exit - delayed rank's entry; bw from exposed\n");
+  if (!f.delay_pattern.empty())
+    std::printf("# delay pattern %s: per-rank delays per timed iteration (cycled; warm-up and check: line 1); "
+                "exposed: latest exit - latest entry; total(ms): sum of exposed over the timed iterations\n",
+                f.delay_pattern.c_str());
+  else
+    std::printf("# time: latest exit - common start; exposed: latest exit - delayed rank's entry; bw from exposed\n");
   std::printf("%12s %12s %8s %6s %10s %4s %9s %12s %12s %9s %9s %7s", "size", "count", "type", "redop", "algo", "K",
               "delay(ms)", "time(us)", "exposed(us)", "algbw", "busbw", "#wrong");
   if (calibrated) std::printf(" %12s %12s %9s", "pred(us)", "pred_exp(us)", "meas/pred");
   std::printf("\n");
 }
 
-void print_row(const Row& r, DataType t, ReduceOp op, bool calibrated, bool automatic) {
+void print_row(const Row& r, DataType t, ReduceOp op, bool calibrated, bool automatic, bool pattern) {
   if (!r.error.empty()) {
     std::printf("# %s, %zu bytes: error: %s\n", r.algo.c_str(), r.bytes, r.error.c_str());
   } else {
@@ -482,6 +557,7 @@ void print_row(const Row& r, DataType t, ReduceOp op, bool calibrated, bool auto
         std::printf(" %12s %12s %9s", "-", "-", "-");
     }
     std::printf("\n");
+    if (pattern) std::printf("#   %s total(ms): %.3f\n", r.algo.c_str(), r.exposed_total_us * 1e-3);
     if (automatic) std::printf("#   %s ran: %s\n", r.algo.c_str(), choice_runs(r.choices).c_str());
   }
   std::fflush(stdout);
@@ -502,6 +578,7 @@ void write_json(const std::string& file, const Tool& tool, const EngineFlags& f,
   j["check"] = f.check;
   j["type"] = to_string(t);
   j["redop"] = to_string(op);
+  j["delay_pattern"] = f.delay_pattern;
   j["move_straggler"] = nlohmann::json::array();
   for (const Move& m : moves) j["move_straggler"].push_back({{"iter", m.iter}, {"rank", m.rank}});
   if (cost)
@@ -521,6 +598,7 @@ void write_json(const std::string& file, const Tool& tool, const EngineFlags& f,
     }
     x["time_us_per_iter"] = r.time_us_per_iter;
     x["exposed_us_per_iter"] = r.exposed_us_per_iter;
+    x["exposed_total_us"] = r.exposed_total_us;
     x["choices"] = nlohmann::json::array();
     for (const detail::Choice& c : r.choices)
       x["choices"].push_back({{"algo", to_string(c.algorithm)}, {"straggler", c.straggler}});
@@ -590,7 +668,12 @@ std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, EngineFl
                  "I:R[,I:R...]: from timed iteration I (0-based) on, rank R is the delayed one");
   app.add_option("--stragglers", f.stragglers,
                  "R,R[,...]: these ranks all come --delay late (a slow node, issue #23); stragglar-k is told the "
-                 "set, stragglar and broadcast the last of them (--straggler is then ignored)");
+                 "set, stragglar and broadcast the last of them (--straggler is then ignored); with "
+                 "--delay-pattern the pattern sets the delays and this only names the set");
+  app.add_option("--delay-pattern", f.delay_pattern,
+                 "FILE: per-rank delays in ms, one line (n numbers) per timed iteration, cycled; warm-ups "
+                 "use line 1; exposed = latest exit - latest entry; --straggler defaults to the rank latest "
+                 "most often (bench/patterns/)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -606,7 +689,12 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
   const ReduceOp op = parse_reduce_op(f.op_name);
   require(f.straggler >= -1 && f.straggler < g_n,
           "--straggler " + std::to_string(f.straggler) + " is outside [0, " + std::to_string(g_n) + ") (or -1)");
-  int straggler = f.straggler < 0 ? g_n - 1 : f.straggler;
+  DelayPattern pattern = read_delay_pattern(f.delay_pattern);
+  require(pattern.empty() || (f.delay_ms == 0 && f.move_straggler.empty() && !f.ideal),
+          "--delay-pattern " + f.delay_pattern + ": the pattern sets every delay, expected no --delay, "
+          "--move-straggler or --ideal beside it");
+  const int late_most = most_often_late(pattern);
+  int straggler = f.straggler >= 0 ? f.straggler : late_most >= 0 ? late_most : g_n - 1;
   std::vector<int> late;  // --stragglers
   {
     std::stringstream list(f.stragglers);
@@ -647,7 +735,7 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
       std::max(hi / static_cast<std::size_t>(std::max(1, g_n - 1)), std::size_t{1} << 20) / es * es;
   backend.allocate(std::max(hi, f.calibrate ? calib_bytes : 0) + es);
   const std::string transport = backend.transport();
-  Bench bench(f, backend, t, op, straggler, moves, late);
+  Bench bench(f, backend, t, op, straggler, moves, late, std::move(pattern));
   std::optional<CostModel> cost;
   if (f.calibrate) cost = bench.calibrate(calib_bytes);
 
@@ -658,7 +746,8 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
   for (std::size_t bytes : sizes) {
     for (const Entry& e : entries) {
       Row row = bench.run_row(e, bytes, cost);
-      if (g_rank == 0) print_row(row, t, op, cost.has_value(), e.options.algorithm == Algorithm::automatic);
+      if (g_rank == 0)
+        print_row(row, t, op, cost.has_value(), e.options.algorithm == Algorithm::automatic, !f.delay_pattern.empty());
       if (!row.error.empty() || (row.wrong && *row.wrong > 0)) rc = 1;
       rows.push_back(std::move(row));
     }

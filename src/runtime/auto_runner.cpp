@@ -1,0 +1,199 @@
+// algorithm = auto in the runtime core (auto_runner.hpp; docs/auto.md "In the runtime core").
+#include "runtime/auto_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "runtime/env.hpp"
+#include "runtime/session.hpp"
+#include "stragglar/simulate.hpp"
+
+namespace stragglar::detail {
+namespace {
+
+// auto's model: the simulator on the schedule a choice would run (the cached one), with the
+// straggler arriving delay_s late — the same numbers on every rank. The event simulator is
+// max-plus linear in the straggler's arrival d (every start is a max of arrivals plus fixed
+// durations), so its last finish is max(C0, d + C1) and the exposed time is exactly
+// max(E(0) − d, E(∞)): two simulations per choice, on its first use, and predicting afterwards
+// costs no simulation and no allocation (a configuration seen before allocates nothing, auto
+// included).
+class PredictionCache {
+ public:
+  PredictionCache(Options base, int nranks, std::size_t bytes) : base_(std::move(base)), n_(nranks), bytes_(bytes) {}
+  double operator()(const Choice& c, double delay_s) {
+    if (algorithm_info(c.algorithm).kind != AlgorithmKind::schedule) return std::numeric_limits<double>::quiet_NaN();
+    const Curve& curve = curve_of(c);
+    return std::max(curve.at_zero - std::max(0.0, delay_s), curve.at_infinity);
+  }
+
+ private:
+  struct Curve {
+    Choice choice;
+    double at_zero;      // exposed time when the straggler is not late
+    double at_infinity;  // exposed time when it is later than everything that can run without it
+  };
+  // Keyed by algorithm: a schedule for another straggler is a relabelling, with the same times.
+  const Curve& curve_of(const Choice& c) {
+    for (const Curve& curve : curves_)
+      if (curve.choice.algorithm == c.algorithm) return curve;
+    Options x = base_;
+    x.algorithm = c.algorithm;
+    x.straggler = c.straggler;
+    const std::shared_ptr<const Schedule> s = schedule_for(x, n_, bytes_);
+    Delay none, late;
+    late.seconds = 1e4;  // far beyond any phase: the asymptote (double keeps ~1e-12 s here)
+    curves_.push_back({c, simulate(*s, bytes_, *base_.cost, none).exposed_s,
+                       simulate(*s, bytes_, *base_.cost, late).exposed_s});
+    return curves_.back();
+  }
+  Options base_;
+  int n_;
+  std::size_t bytes_;
+  std::vector<Curve> curves_;
+};
+
+// Small messages (docs/auto.md "Small messages"): auto runs the engine's native AllReduce with
+// no policy when the model says no schedule can beat it at any delay: even with the straggler
+// infinitely late, StragglAR's exposed time (what runs after it arrives) is no shorter than the
+// best bulk-synchronous schedule at no delay, which is what native is modelled as. A function of
+// the configuration and the agreed cost model only: the same answer on every rank.
+bool no_schedule_can_win(const Options& o, int nranks, std::size_t bytes) {
+  Options base = o;
+  base.cost = o.cost.value_or(env().cost);
+  PredictionCache model(base, nranks, bytes);
+  const double late_for_ever = 1e4;
+  const double best_case = model(Choice{Algorithm::stragglar, nranks - 1}, late_for_ever);
+  const double bulk = std::min(model(Choice{Algorithm::ring, -1}, 0.0), model(Choice{Algorithm::rhd, -1}, 0.0));
+  return best_case >= bulk;
+}
+
+// How many calls one exchange should cover: 1 (decide after every call) when an exchange, an
+// AllReduce of a few hundred bytes (2 log2 n latencies in the model), costs at most 2% of the
+// cheapest candidate's call; else the period (a lag engine always: at most one exchange in flight).
+int calls_per_exchange(PredictionCache& model, int nranks, const CostModel& cost, int period, int lag) {
+  if (lag > 0) return period;
+  double cheapest = std::numeric_limits<double>::infinity();
+  for (Algorithm a : {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd})
+    cheapest = std::min(cheapest, model(Choice{a, nranks - 1}, 0.0));
+  const double exchange = 2.0 * std::ceil(std::log2(static_cast<double>(nranks))) * cost.alpha_s;
+  return exchange <= 0.02 * cheapest ? 1 : period;
+}
+
+
+}  // namespace
+
+bool auto_runs_native(const Options& o, int nranks, std::size_t bytes) { return no_schedule_can_win(o, nranks, bytes); }
+
+namespace {
+Options with_cost(Options o) {
+  o.cost = o.cost.value_or(env().cost);
+  return o;
+}
+
+// The policy of one configuration: the model (two simulations per algorithm, at its first use),
+// the period, and one call per exchange when an exchange is cheap beside a call.
+StragglerPolicy make_policy(Engine& engine, int nranks, std::size_t bytes, const Options& base) {
+  PolicyConfig pc;
+  pc.nranks = nranks;
+  pc.bytes = bytes;
+  // An exchange must be decided before the next one begins (at most one in flight).
+  pc.period = std::max(env().auto_period, engine.measurement_lag());
+  pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
+  pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
+  pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
+  auto model = std::make_shared<PredictionCache>(base, nranks, bytes);
+  pc.exchange_every = calls_per_exchange(*model, nranks, *base.cost, pc.period, engine.measurement_lag());
+  return StragglerPolicy(std::move(pc), [model](const Choice& c, double delay_s) { return (*model)(c, delay_s); });
+}
+}  // namespace
+
+AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
+                       const Options& o, AutoHost& host)
+    : engine_(engine), api_(api), rank_(rank), nranks_(nranks), options_(with_cost(o)), count_(count), dtype_(dtype),
+      policy_(make_policy(engine, nranks, count * size_of(dtype), options_)) {
+  const std::size_t bytes = count * size_of(dtype);
+  exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));
+  engine_.reserve_exchange(exchange_.size());
+  // Every plan auto may run, built now (its first call is a first call anyway): later calls,
+  // explorations and straggler switches then allocate nothing. Beyond kPrebuiltStragglers ranks
+  // StragglAR's plan for a straggler is built when that rank is first found late (a straggler
+  // switch: one compile from the cached canonical schedule, docs/verification.md).
+  constexpr int kPrebuiltStragglers = 64;
+  for (Algorithm alg : policy_.config().candidates) {
+    const AlgorithmInfo& info = algorithm_info(alg);
+    if (alg == Algorithm::native) engine_.reserve_native(bytes);
+    if (!info.uses_straggler) {
+      (void)plan_for(host, Choice{alg, -1});
+    } else if (nranks_ <= kPrebuiltStragglers) {
+      for (int s = 0; s < nranks_; ++s) (void)plan_for(host, Choice{alg, s});
+    } else {
+      (void)plan_for(host, Choice{alg, policy_.current().straggler});
+    }
+  }
+}
+
+const Plan* AutoRunner::plan_for(AutoHost& host, const Choice& c) {
+  for (const Sub& sub : subs_)
+    if (sub.choice == c) return sub.plan.get();
+  // The first run of this choice: its plan and scratch, before the call is timed.
+  std::shared_ptr<const Plan> plan = host.plan(c, options_, count_, dtype_);
+  subs_.push_back({c, plan});
+  return plan.get();
+}
+
+// Every rank makes the same calls here at the same call index (the lag is the engine's, the
+// same everywhere), so every rank runs the same choice: docs/auto.md "Why every rank decides
+// the same". The configuration's first call runs right after the agreement, which waited for
+// every rank: the policy (first_call_synchronised) takes from it no late rank, only the time of a
+// straggler-agnostic choice (native, which has no model, runs in it).
+Choice AutoRunner::call(AutoHost& host, double timeout_s) {
+  const Choice c = policy_.begin_call();
+  const Plan* plan = plan_for(host, c);
+  engine_.time_begin();
+  host.run(c, plan);
+  engine_.time_end();
+  ++untaken_;
+  const int lag = engine_.measurement_lag();
+  if (in_flight_ && ++in_flight_age_ >= lag) finish_exchange(timeout_s);
+  while (untaken_ > lag) {
+    policy_.record(engine_.take_time());
+    --untaken_;
+    if (policy_.exchange_due()) {
+      policy_.fill_exchange(exchange_, rank_);
+      engine_.exchange_begin(exchange_, timeout_s);  // after the data phase: everyone is here
+      in_flight_ = true;
+      in_flight_age_ = 0;
+      if (lag == 0) finish_exchange(timeout_s);
+    }
+  }
+  return c;
+}
+
+void AutoRunner::finish_exchange(double timeout_s) {
+  engine_.exchange_end(exchange_, timeout_s);
+  in_flight_ = false;
+  if (policy_.decide(exchange_) && env().debug_info && rank_ == 0)
+    std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, count_,
+                 to_string(dtype_), to_string(policy_.incumbent()).c_str(), policy_.last_switch_evidence().c_str());
+}
+
+StragglerReport AutoRunner::report(int nranks) const {
+  StragglerReport r;
+  r.scores.assign(static_cast<std::size_t>(nranks), 0.0);
+  const StragglerPolicy& p = policy_;
+  r.active = true;
+  r.algorithm = p.incumbent().algorithm;
+  r.straggler = p.incumbent().straggler;
+  r.late_rank = p.late_rank();
+  r.delay_s = p.delay_s();
+  if (p.scores().size() == r.scores.size()) r.scores = p.scores();
+  r.calls = p.calls_begun();
+  r.decisions = p.decisions();
+  return r;
+}
+
+}  // namespace stragglar::detail

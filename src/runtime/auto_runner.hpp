@@ -1,0 +1,70 @@
+// algorithm = auto in the runtime core (issue #12, issue 20; docs/auto.md "In the runtime core"):
+// one AutoRunner per auto configuration (count, dtype, op) drives the straggler policy — it times
+// every call through the engine, runs the exchange, feeds the decisions back — while the session
+// keeps validation, agreement, plans, scratch and the data path. The model it gives the policy is
+// the α-β-γ simulator on each choice's schedule (PredictionCache in auto_runner.cpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/straggler_policy.hpp"
+#include "stragglar/options.hpp"
+#include "stragglar/plan.hpp"
+#include "stragglar/types.hpp"
+
+namespace stragglar::detail {
+
+class Engine;
+
+// Small messages (docs/auto.md "Small messages"): true when the model says no schedule can win
+// at any delay, so auto runs the engine's bounded native with no policy, measurement or exchange.
+bool auto_runs_native(const Options& o, int nranks, std::size_t bytes);
+
+// What the session does for the runner.
+class AutoHost {
+ public:
+  virtual ~AutoHost() = default;
+  // The plan of choice c for `count` elements of `dtype` with the configuration's options (its
+  // scratch sized now); null for native.
+  virtual std::shared_ptr<const Plan> plan(const Choice& c, const Options& base, std::size_t count, DataType dtype) = 0;
+  // One call of c with that plan on the current call's buffers (native: the bounded form).
+  virtual void run(const Choice& c, const Plan* plan) = 0;
+};
+
+class AutoRunner {
+ public:
+  // Builds every plan auto may run now (through host.plan), sizes the engine's exchange and
+  // native buffers: later calls allocate nothing.
+  AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
+             const Options& o, AutoHost& host);
+  // One call: the policy's choice, run through host.run, timed, exchanged and decided when due.
+  // Returns what ran. Every rank makes the same calls at the same call index.
+  Choice call(AutoHost& host, double timeout_s);
+  const StragglerPolicy& policy() const noexcept { return policy_; }
+  StragglerReport report(int nranks) const;
+
+ private:
+  const Plan* plan_for(AutoHost& host, const Choice& c);
+  void finish_exchange(double timeout_s);
+
+  Engine& engine_;
+  const char* api_;
+  int rank_, nranks_;
+  Options options_;  // pipeline and cost for the candidates' schedules
+  std::size_t count_;
+  DataType dtype_;
+  StragglerPolicy policy_;
+  std::vector<std::int64_t> exchange_;  // nranks × slots: the policy's window, every rank's after the max
+  struct Sub {
+    Choice choice;
+    std::shared_ptr<const Plan> plan;  // null for native
+  };
+  std::vector<Sub> subs_;  // the choices run so far, each with its plan
+  int untaken_ = 0;        // calls timed whose time is not recorded yet (GPU: the lag)
+  bool in_flight_ = false; // an exchange begun and not yet decided
+  int in_flight_age_ = 0;  // calls since it began
+};
+
+}  // namespace stragglar::detail
