@@ -523,6 +523,7 @@ struct UcxTransport::Impl {
       const Clock::time_point now = Clock::now();
       if (now >= next_watch) {
         check_processes();
+        check_peers_in_other_calls();
         next_watch = now + kWatchPeriod;
       }
       if (now >= deadline) fail(ErrorCode::Timeout, timeout_text());
@@ -552,6 +553,27 @@ struct UcxTransport::Impl {
       if (p.request == nullptr) continue;
       const Peer& peer = peers[static_cast<std::size_t>(p.peer)];
       if (peer.failure != UCS_OK) fail(ErrorCode::RemoteError, endpoint_failure_text(peer));
+    }
+  }
+
+  // A peer we wait for whose message with another tag (another configuration, or the
+  // agreement) waits unmatched here is in another call: it called with a count, dtype, op or
+  // option that differs from ours on a configuration one of us knew already, where no agreement
+  // runs (issue #22: that ended in a timeout). UCX delivers one peer's messages in the order they
+  // were sent, so had it been in this call, its message for our posted receive would have come
+  // first and matched. Error(Mismatch) within the watch period instead of a timeout.
+  void check_peers_in_other_calls() {
+    constexpr ucp_tag_t kSourceMask = 0xffffffffull;
+    for (const Pending& p : pending) {
+      if (p.request == nullptr || p.is_send) continue;
+      ucp_tag_recv_info_t info{};
+      if (ucp_tag_probe_nb(worker, make_tag(0, p.peer), kSourceMask, 0, &info) == nullptr) continue;
+      const int other = static_cast<int>(info.sender_tag >> 32);
+      if (other == tag) continue;  // a later round of this call: the peer is ahead, not elsewhere
+      fail(ErrorCode::Mismatch, "UcxTransport (" + who() + "): rank " + std::to_string(p.peer) +
+                                    " is in another call (its message has tag " + std::to_string(other) +
+                                    ", this call's is " + std::to_string(tag) +
+                                    "): the ranks called with different arguments (count, dtype, op or options)");
     }
   }
 

@@ -237,9 +237,11 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
             if kind == "after_error":
                 codes = {c.get("code") for c in ev if c.get("event") == "call" and not c["ok"]}
                 if codes <= {"mismatch across ranks", "invalid usage"}:
-                    # Every rank raised on a new configuration: the group stays usable.
-                    if not (e["ok"] and e["reduced"]):
-                        failures.append(f"rank {r}: the call after a mismatch did not succeed: {e}")
+                    # A mismatch found by the agreement (a new configuration) leaves the group
+                    # usable: the next call succeeds; one found in the data phase (a peer in
+                    # another call) breaks it: the next call fails at once. Never wrong data.
+                    if (e["ok"] and not e["reduced"]) or (not e["ok"] and e["seconds"] > 1.0):
+                        failures.append(f"rank {r}: the call after a mismatch: {e}")
                 elif e["ok"] or e["seconds"] > 1.0:
                     failures.append(f"rank {r}: the call after an error on a broken communicator "
                                     f"{'returned' if e['ok'] else 'took'} ({e['seconds']:.2f} s)")
