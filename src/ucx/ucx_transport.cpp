@@ -32,6 +32,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+// The tag of "this rank gave up" notices: above every tag a configuration or the agreement uses
+// (those are ints below 2^31).
+constexpr int kGaveUpTag = -1;  // 0xffffffff in the tag's upper half
 // Polls of ucp_worker_progress before a waiting rank gives its core away: a round whose
 // peer is already there completes within them without a system call.
 constexpr auto kSpin = std::chrono::microseconds(20);
@@ -567,6 +570,10 @@ struct UcxTransport::Impl {
     for (const Pending& p : pending) {
       if (p.request == nullptr || p.is_send) continue;
       ucp_tag_recv_info_t info{};
+      if (ucp_tag_probe_nb(worker, make_tag(kGaveUpTag, p.peer), kFullMask, 0, &info) != nullptr)
+        fail(ErrorCode::RemoteError, "UcxTransport (" + who() + "): rank " + std::to_string(p.peer) +
+                                         " gave up on this call (it timed out, lost a peer or was called "
+                                         "with different arguments; its own error says which)");
       if (ucp_tag_probe_nb(worker, make_tag(0, p.peer), kSourceMask, 0, &info) == nullptr) continue;
       const int other = static_cast<int>(info.sender_tag >> 32);
       if (other == tag) continue;  // a later round of this call: the peer is ahead, not elsewhere
@@ -606,7 +613,21 @@ struct UcxTransport::Impl {
     broken = true;
     broken_reason = message;
     abandon_receives();
+    tell_peers_we_gave_up();
     throw Error(code, message);
+  }
+
+  // A rank that gives up on a call tells every peer with one empty message on kGaveUpTag
+  // (fire and forget): a peer waiting for it then raises within the watch period instead of
+  // waiting out its own timeout, and a peer that comes late raises at once (issue #22: errors
+  // cascaded one timeout per hop). The message is empty: nothing to keep alive.
+  void tell_peers_we_gave_up() {
+    for (const Peer& peer : peers) {
+      if (peer.rank == rank || peer.ep == nullptr || peer.failure != UCS_OK) continue;
+      ucp_request_param_t param{};
+      const ucs_status_ptr_t r = ucp_tag_send_nbx(peer.ep, nullptr, 0, make_tag(kGaveUpTag, rank), &param);
+      if (r != nullptr && !UCS_PTR_IS_ERR(r)) ucp_request_free(r);  // UCX completes it on its own
+    }
   }
 
   // A receive must never write into the caller's memory after exchange() has thrown. A

@@ -6,6 +6,9 @@
 //
 //   ARGS: --algo NAME --count N --calls C --timeout S --out DIR
 //         --fault none|kill|stop|delay|args|exit --victim R --fault-call K --fault-at F
+//         [--recover 1]   afterwards every live rank re-creates the communicator and runs one
+//                         more call (restart; a killed UCX rank is relaunched by the harness with
+//                         STRAGGLAR_FAULT_RELAUNCHED=1 and joins there)
 //
 // Every rank runs C in-place float32 sum all_reduces of N elements (one configuration, so calls
 // after the first run on a known configuration). Rank R, in call K, injects the fault:
@@ -40,8 +43,9 @@
 #include <vector>
 
 #include "runtime/session.hpp"
-#include "stragglar/allreduce.hpp"
+#include "stragglar/algorithm.hpp"
 #include "stragglar/error.hpp"
+#include "stragglar/stragglar_mpi.h"
 #include "ucx/kv_store.hpp"
 #include "ucx/ucx_engine.hpp"
 #include "ucx/ucx_transport.hpp"
@@ -55,6 +59,7 @@ struct Args {
   std::string frontend, algo = "auto", fault = "none", out = ".";
   std::size_t count = 1024;
   int calls = 4, victim = -1, fault_call = 0;
+  bool recover = false;
   double timeout_s = 3, fault_at = 0.5;
 };
 
@@ -73,6 +78,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--victim") a.victim = std::stoi(v);
     else if (k == "--fault-call") a.fault_call = std::stoi(v);
     else if (k == "--fault-at") a.fault_at = std::stod(v);
+    else if (k == "--recover") a.recover = v == "1";
     else throw Error(ErrorCode::InvalidUsage, "fault_worker: unknown flag '" + k + "'");
   }
   return a;
@@ -98,12 +104,15 @@ class Comm {
 // running Ring as the engine's native AllReduce (the backend's is Gloo).
 class UcxComm final : public Comm {
  public:
-  UcxComm(double timeout_s) {
+  // `generation` > 0: a re-created communicator (restart), its own keys in the store;
+  // `connect_s`: how long to wait for every rank's address (a restart waits for late ranks).
+  UcxComm(double timeout_s, int generation, double connect_s) {
     rank_ = std::atoi(std::getenv("RANK"));
     n_ = std::atoi(std::getenv("WORLD_SIZE"));
     DirectoryStore store(std::getenv("STRAGGLAR_STORE_DIR"));
-    UcxOptions o = UcxOptions::from_env(timeout_s);
-    native_engine_ = std::make_unique<detail::UcxEngine>(UcxTransport::connect(store, "native", rank_, n_, o),
+    UcxOptions o = UcxOptions::from_env(connect_s);
+    const std::string gen = std::to_string(generation);
+    native_engine_ = std::make_unique<detail::UcxEngine>(UcxTransport::connect(store, "native" + gen, rank_, n_, o),
                                                          [](void*, std::size_t, DataType, ReduceOp) {
                                                            throw Error(ErrorCode::Internal, "the ring session has no native");
                                                          });
@@ -114,7 +123,9 @@ class UcxComm final : public Comm {
       r.algorithm = Algorithm::ring;
       native_->allreduce(buf, buf, count, dtype, op, r);
     };
-    engine_ = std::make_unique<detail::UcxEngine>(UcxTransport::connect(store, "main", rank_, n_, o), ring);
+    engine_ = std::make_unique<detail::UcxEngine>(UcxTransport::connect(store, "main" + gen, rank_, n_, o), ring);
+    native_engine_->ucx().set_timeout(timeout_s);
+    engine_->ucx().set_timeout(timeout_s);
     session_ = std::make_unique<detail::Session>(*engine_, "fault_worker");
     session_->set_timeout(timeout_s);
   }
@@ -136,6 +147,18 @@ class UcxComm final : public Comm {
   std::unique_ptr<detail::Session> native_, session_;
 };
 
+ErrorCode code_of(stragglar_result r) {
+  switch (r) {
+    case stragglar_invalid_usage: return ErrorCode::InvalidUsage;
+    case stragglar_mismatch: return ErrorCode::Mismatch;
+    case stragglar_timeout: return ErrorCode::Timeout;
+    case stragglar_remote_error: return ErrorCode::RemoteError;
+    case stragglar_system_error: return ErrorCode::SystemError;
+    default: return ErrorCode::Internal;
+  }
+}
+
+// Through the C API (stragglar_mpi.h), as a C program calls it.
 class MpiComm final : public Comm {
  public:
   MpiComm() {
@@ -146,7 +169,11 @@ class MpiComm final : public Comm {
   int rank() const override { return rank_; }
   int nranks() const override { return n_; }
   void allreduce(float* buf, std::size_t count, const Options& opts) override {
-    stragglar::allreduce(buf, buf, count, DataType::float32, ReduceOp::sum, comm_, opts);
+    stragglar_options o;
+    stragglar_options_init(&o);
+    o.algorithm = static_cast<stragglar_algorithm>(opts.algorithm);
+    const stragglar_result r = stragglar_mpi_allreduce(buf, buf, count, stragglar_float32, stragglar_sum, comm_, &o);
+    if (r != stragglar_success) throw Error(code_of(r), stragglar_last_error());
   }
   void teardown() override {
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // frees stragglar's state (an attribute)
@@ -247,6 +274,45 @@ int run(const Args& a, Comm& comm, Log& log) {
   return 0;
 }
 
+// Restart (--recover): whatever happened, every live rank tears down, re-creates the
+// communicator (MPI: a new dup once every rank is back, the stopped one included; UCX: new
+// keys in the store, a killed rank relaunched by the harness joins them) and runs one call,
+// which must give exactly the sum.
+void recover(const Args& a, int generation, Log* log_or_null, std::unique_ptr<Log>& log) {
+  const auto t0 = Clock::now();
+  std::unique_ptr<Comm> comm;
+  if (a.frontend == "mpi") {
+    MPI_Barrier(MPI_COMM_WORLD);
+    comm = std::make_unique<MpiComm>();
+  } else {
+    comm = std::make_unique<UcxComm>(a.timeout_s, generation, 4 * (a.timeout_s * 1.1 + 2) + 10);
+  }
+  if (!log_or_null) log = std::make_unique<Log>(a.out + "/rank" + std::to_string(comm->rank()) + ".jsonl");
+  const int n = comm->nranks(), rank = comm->rank();
+  std::vector<float> buf(a.count);
+  for (std::size_t i = 0; i < a.count; ++i) buf[i] = input_value(rank, i, a.calls + 1);
+  nlohmann::json j{{"event", "recovered"}};
+  Options opts;
+  opts.algorithm = parse_algorithm(a.algo);
+  try {
+    comm->allreduce(buf.data(), a.count, opts);
+    j["ok"] = true;
+  } catch (const Error& e) {
+    j["ok"] = false;
+    j["message"] = std::string(e.what()).substr(0, 400);
+  }
+  bool reduced = true;
+  for (std::size_t i = 0; i < a.count && reduced; ++i) {
+    float s = 0;
+    for (int r = 0; r < n; ++r) s += input_value(r, i, a.calls + 1);
+    reduced = buf[i] == s;
+  }
+  j["reduced"] = reduced;
+  comm->teardown();
+  j["seconds"] = seconds(t0);
+  log->write(j);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -264,16 +330,21 @@ int main(int argc, char** argv) {
     std::unique_ptr<Comm> comm;
     std::unique_ptr<Log> log;
     try {
-      if (mpi)
-        comm = std::make_unique<MpiComm>();
-      else
-        comm = std::make_unique<UcxComm>(a.timeout_s);
-      log = std::make_unique<Log>(a.out + "/rank" + std::to_string(comm->rank()) + ".jsonl");
-      log->write({{"event", "start"}, {"pid", ::getpid()}});
-      run(a, *comm, *log);
-      const auto t0 = Clock::now();
-      comm->teardown();
-      log->write({{"event", "teardown"}, {"seconds", seconds(t0)}});
+      const char* relaunched = std::getenv("STRAGGLAR_FAULT_RELAUNCHED");
+      if (relaunched == nullptr || std::strcmp(relaunched, "1") != 0) {
+        if (mpi)
+          comm = std::make_unique<MpiComm>();
+        else
+          comm = std::make_unique<UcxComm>(a.timeout_s, 0, a.timeout_s);
+        log = std::make_unique<Log>(a.out + "/rank" + std::to_string(comm->rank()) + ".jsonl");
+        log->write({{"event", "start"}, {"pid", ::getpid()}});
+        run(a, *comm, *log);
+        const auto t0 = Clock::now();
+        comm->teardown();
+        comm.reset();
+        log->write({{"event", "teardown"}, {"seconds", seconds(t0)}});
+      }
+      if (a.recover) recover(a, 1, log.get(), log);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fault_worker: %s\n", e.what());
       if (log) log->write({{"event", "setup_error"}, {"message", e.what()}});

@@ -78,6 +78,7 @@ def make_trial(rng, index, args):
         "fault_call": rng.randrange(calls),
         "fault_at": round(rng.random(), 3),
         "timeout": args.timeout,
+        "recover": bool(args.recover) and frontend != "torch",
     }
 
 
@@ -85,7 +86,7 @@ def worker_args(t, out):
     return ["--algo", t["algo"], "--count", str(t["count"]), "--calls", str(t["calls"]),
             "--timeout", str(t["timeout"]), "--out", out, "--fault", t["fault"],
             "--victim", str(t["victim"]), "--fault-call", str(t["fault_call"]),
-            "--fault-at", str(t["fault_at"])]
+            "--fault-at", str(t["fault_at"])] + (["--recover", "1"] if t.get("recover") else [])
 
 
 def read_log(path):
@@ -144,6 +145,7 @@ def run_trial(t, args):
             e = dict(env, RANK=str(r), LOCAL_RANK=str(r))
             procs.append((r, subprocess.Popen(base + worker_args(t, out), env=e, stdout=stderr,
                                               stderr=subprocess.STDOUT, start_new_session=True)))
+    relaunched = False
     bound = t["timeout"] * 1.1 + 2
     start = time.monotonic()
     deadline = start + deadline_for(t)
@@ -161,6 +163,15 @@ def run_trial(t, args):
             elif stopped_at is not None and not continued and now - stopped_at > bound + 0.5:
                 os.kill(victim_pid, signal.SIGCONT)
                 continued = True
+        if t.get("recover") and t["frontend"] == "ucx" and not relaunched:
+            # Restart: a killed rank comes back (as torchrun would start it again) and joins
+            # the survivors' re-created communicator.
+            v = procs[t["victim"]][1]
+            if v.poll() == -signal.SIGKILL:
+                e = dict(env, RANK=str(t["victim"]), LOCAL_RANK=str(t["victim"]), STRAGGLAR_FAULT_RELAUNCHED="1")
+                procs.append((t["victim"], subprocess.Popen(base + worker_args(t, out), env=e, stdout=stderr,
+                                                            stderr=subprocess.STDOUT, start_new_session=True)))
+                relaunched = True
         if now > deadline:
             hang = True
             for _, p in procs:
@@ -196,15 +207,22 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
         for r in range(t["n"]):
             exits[r] = rc
     else:
+        first_exit = {}
         for r, p in procs:
-            exits[r] = p.returncode
-    victim_died = t["fault"] == "kill" and exits.get(victim) == -signal.SIGKILL
+            first_exit.setdefault(r, p.returncode)
+            exits[r] = p.returncode  # a relaunched rank: its second process
+    victim_died = t["fault"] == "kill" and (first_exit if t["frontend"] != "mpi" else exits).get(victim) == -signal.SIGKILL
+    relaunched = len(procs) > t["n"]
     if t["fault"] == "kill" and not victim_died and t["frontend"] != "mpi":
         pass  # the kill landed after the victim's last call: a trial without a fault in effect
     for r in range(t["n"]):
-        if r == victim and victim_died:
+        if r == victim and victim_died and not relaunched:
             continue
         ev = logs[r]
+        if t.get("recover") and not hang:
+            rec = [e for e in ev if e.get("event") == "recovered"]
+            if not rec or not rec[-1]["ok"] or not rec[-1]["reduced"]:
+                failures.append(f"rank {r}: no successful call on the re-created communicator: {rec[-1:] or 'none'}")
         if hang and not any(e.get("event") == "teardown" for e in ev):
             failures.append(f"rank {r}: hang (killed at the trial's deadline)")
         rc = exits[r]
@@ -245,7 +263,8 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
                 elif e["ok"] or e["seconds"] > 1.0:
                     failures.append(f"rank {r}: the call after an error on a broken communicator "
                                     f"{'returned' if e['ok'] else 'took'} ({e['seconds']:.2f} s)")
-        if not hang and rc == 0 and not any(e.get("event") == "teardown" for e in ev):
+        if not hang and rc == 0 and not (r == victim and relaunched) and \
+                not any(e.get("event") == "teardown" for e in ev):
             failures.append(f"rank {r}: no teardown")
     return {"trial": t, "failures": failures, "errors": errors,
             "max_error_s": max(times) if times else None,
@@ -293,6 +312,9 @@ def main():
     ap.add_argument("--allow-mixed", action="store_true",
                     help="count buffers left partly reduced by a call that raised, without failing the trial "
                          "(a known class: docs/reliability.md)")
+    ap.add_argument("--recover", action="store_true",
+                    help="restart: after the fault every live rank re-creates the communicator (a killed "
+                         "UCX rank is relaunched) and one more call must give the exact sum")
     ap.add_argument("--keep", action="store_true", help="keep failed trials' directories")
     args = ap.parse_args()
     ci = args.ci
