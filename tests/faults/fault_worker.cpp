@@ -247,6 +247,14 @@ int run(const Args& a, Comm& comm, Log& log) {
     j["buffer"] = reduced ? "reduced" : untouched ? "untouched" : "mixed";
     log.write(j);
   }
+  if (failed && a.frontend == "mpi") {
+    // MPI has no way to withdraw a send: after a timeout, sends still pending read this rank's
+    // buffer whenever the late peer arrives, until MPI_Finalize (Open MPI crashes reading freed
+    // memory otherwise). docs/reliability.md asks callers to keep it until then; so does this one.
+    static std::vector<std::vector<float>> kept;
+    kept.push_back(buf);
+    buf.swap(kept.back());
+  }
   if (failed) {
     // After a timeout or a dead peer the communicator is broken: the next call fails at once,
     // with no peer involved. After a mismatch on a new configuration (every rank raised, the
@@ -345,9 +353,19 @@ int main(int argc, char** argv) {
         log->write({{"event", "teardown"}, {"seconds", seconds(t0)}});
       }
       if (a.recover) recover(a, 1, log.get(), log);
+    } catch (const Error& e) {
+      // Making the communicator failed (a peer that left at once, or never came): an error, as
+      // the harness expects from a fault at call 0; the rank then exits normally.
+      std::fprintf(stderr, "fault_worker: %s\n", e.what());
+      if (!log) {
+        const char* r = std::getenv("RANK");
+        int rank = r ? std::atoi(r) : 0;
+        if (mpi) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        log = std::make_unique<Log>(a.out + "/rank" + std::to_string(rank) + ".jsonl");
+      }
+      log->write({{"event", "setup_error"}, {"message", e.what()}});
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fault_worker: %s\n", e.what());
-      if (log) log->write({{"event", "setup_error"}, {"message", e.what()}});
       code = 3;
     }
   }
