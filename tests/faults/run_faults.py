@@ -24,6 +24,7 @@ CPU tensors: torch_worker.py). For every rank that did not die it checks:
   - it ends before the trial's deadline (else: a hang; the harness kills it).
 
   run_faults.py --ci                           CI: 54 trials, 2 s timeout, 4 B .. 4 MiB, <= 5 min
+                                               (front-ends drawn ucx:mpi:torch = 5:3:1)
   run_faults.py --trials 1000 --seed 1 --max-bytes 64M --table docs_table.md     the campaign
 """
 import argparse
@@ -63,7 +64,7 @@ def algorithms_for(frontend):
 
 
 def make_trial(rng, index, args):
-    frontend = rng.choice(args.frontends)
+    frontend = rng.choices(args.frontends, weights=[args.weights.get(f, 1) for f in args.frontends])[0]
     n = rng.randint(2, args.max_ranks)
     lo, hi = math.log2(4), math.log2(args.max_bytes)
     nbytes = int(2 ** rng.uniform(lo, hi)) // 4 * 4 or 4
@@ -312,6 +313,8 @@ def main():
     ap.add_argument("--trials", type=int, default=None)
     ap.add_argument("--seed", type=int, default=None, help="default: time-based (printed)")
     ap.add_argument("--frontends", default=None, help="comma list of ucx,mpi,torch (default ucx,mpi[,torch])")
+    ap.add_argument("--weights", default=None,
+                    help="how often each front-end is drawn, e.g. ucx=5,mpi=3,torch=1 (CI; default: equal)")
     ap.add_argument("--max-ranks", type=int, default=None)
     ap.add_argument("--max-bytes", default=None, help="largest message, e.g. 64M")
     ap.add_argument("--timeout", type=float, default=None, help="STRAGGLAR_TIMEOUT_S of the trials")
@@ -339,6 +342,9 @@ def main():
         args.frontends = args.frontends.split(",")
     else:
         args.frontends = ["ucx", "mpi"]
+    # CI: a trial takes ~1 s on ucx, ~5 s on mpi (mpirun), ~10 s on torch (imports) on the 2-core VM.
+    weights = args.weights or ("ucx=5,mpi=3,torch=1" if ci else "")
+    args.weights = {k: float(v) for k, v in (w.split("=") for w in weights.split(",") if w)}
     seed = args.seed if args.seed is not None else int(time.time())
     rng = random.Random(seed)
     print(f"run_faults: seed {seed}, {args.trials} trials, front-ends {','.join(args.frontends)}, "
