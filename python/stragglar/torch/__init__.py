@@ -48,8 +48,8 @@ BACKEND_NAME = "stragglar"
 
 
 def _inner_factory(store, rank: int, size: int, timeout: datetime.timedelta):
-    """Makes the inner backends on first use (C++ calls it with the GIL): torch's own classes over
-    PrefixStore(name + "/", the group's store). 'gloo_native' is the CPU engine's `native`
+    """Makes the inner backends (both Gloo ones with the group, NCCL on first use; C++ calls it
+    with the GIL): torch's own classes over PrefixStore(name + "/", the group's store). 'gloo_native' is the CPU engine's `native`
     algorithm, used only from the group's worker thread."""
 
     def make(name: str):
