@@ -31,7 +31,7 @@ def expected(n, count, call):
 
 def code_of(message):
     m = message.lower()
-    if "different arguments" in m or "mismatch" in m or "differ" in m:
+    if "different arguments" in m or "mismatch" in m or "differ" in m or "disagree" in m:
         return "mismatch across ranks"
     if "timeout" in m or "timed out" in m or "waited" in m:
         return "timeout"
