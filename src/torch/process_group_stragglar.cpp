@@ -61,7 +61,7 @@ ProcessGroupStragglar::ProcessGroupStragglar(c10::intrusive_ptr<c10d::Store> sto
   // differently-routed peer never joins. NCCL's stays lazy (it needs a CUDA device).
   inner(Inner::gloo);
   inner(Inner::gloo_native);
-  cpu();
+  cpu().connect_now(static_cast<double>(timeout_ms_) / 1000.0);
 }
 
 ProcessGroupStragglar::~ProcessGroupStragglar() {

@@ -275,7 +275,8 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
                 elif e["ok"] or e["seconds"] > 1.0:
                     failures.append(f"rank {r}: the call after an error on a broken communicator "
                                     f"{'returned' if e['ok'] else 'took'} ({e['seconds']:.2f} s)")
-        if not hang and rc == 0 and not (r == victim and relaunched) and \
+        made = not any(e.get("event") == "setup_error" for e in ev)  # no communicator: nothing to free
+        if not hang and rc == 0 and made and not (r == victim and relaunched) and \
                 not any(e.get("event") == "teardown" for e in ev):
             failures.append(f"rank {r}: no teardown")
     return {"trial": t, "failures": failures, "errors": errors,
