@@ -202,6 +202,16 @@ void CpuAllreduce::connect(double timeout_s) {
   session_ = std::make_unique<detail::Session>(*engine_, "stragglar.torch all_reduce", kAfterFailure);
 }
 
+void CpuAllreduce::connect_now(double timeout_s) {
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  if (session_ || connect_error_) return;
+  try {
+    connect(timeout_s);
+  } catch (const Error& e) {
+    connect_error_ = Error(e.code(), std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
+  }
+}
+
 void CpuAllreduce::execute(const Job& job) {
   const at::Tensor& tensor = job.work->tensor();
   std::lock_guard<std::mutex> lock(session_mutex_);

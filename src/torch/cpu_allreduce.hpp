@@ -75,6 +75,10 @@ class CpuAllreduce {
   void stop(const std::string& why);
   // Blocks until every call queued so far has run (a barrier orders after them).
   void drain();
+  // Connects the UCX engine now (at group creation, when every rank is there: issue #22), so a
+  // rank whose first all_reduce comes late meets the normal timeout, not a connect that read
+  // whatever the store held. A failure is kept: every call then raises it.
+  void connect_now(double timeout_s);
 
  private:
   struct Job {

@@ -55,6 +55,13 @@ ProcessGroupStragglar::ProcessGroupStragglar(c10::intrusive_ptr<c10d::Store> sto
                     " ranks (or -1 for the last rank)");
   TORCH_CHECK_VALUE(timeout.count() > 0, "stragglar.torch: timeout ", timeout.count(), " ms, expected > 0");
   init();
+  // The inner Gloo backends and the CPU engine now, while every rank is making the group
+  // (issue #22), not on first use: a delegated barrier or collective then times out and reports
+  // exactly as Gloo's own, instead of waiting in a rendezvous that a dead, stopped or
+  // differently-routed peer never joins. NCCL's stays lazy (it needs a CUDA device).
+  inner(Inner::gloo);
+  inner(Inner::gloo_native);
+  cpu().connect_now(static_cast<double>(timeout_ms_) / 1000.0);
 }
 
 ProcessGroupStragglar::~ProcessGroupStragglar() {

@@ -6,8 +6,12 @@
 #include <signal.h>
 #include <unistd.h>
 #include <ucp/api/ucp.h>
+#include <ucs/debug/log_def.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdarg>
+#include <mutex>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +32,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+// The tag of "this rank gave up" notices: above every tag a configuration or the agreement uses
+// (those are ints below 2^31).
+constexpr int kGaveUpTag = -1;  // 0xffffffff in the tag's upper half
 // Polls of ucp_worker_progress before a waiting rank gives its core away: a round whose
 // peer is already there completes within them without a system call.
 constexpr auto kSpin = std::chrono::microseconds(20);
@@ -48,6 +55,40 @@ std::string ucs_text(ucs_status_t s) { return ucs_status_string(s); }
 
 [[noreturn]] void throw_ucx(const char* what, ucs_status_t s) {
   throw Error(ErrorCode::SystemError, std::string("UcxTransport: ") + what + " failed: " + ucs_text(s));
+}
+
+// ---- a peer on this host that exits in the middle of a single-copy (CMA) transfer --------------
+// UCX 1.13 reaches a peer on this host through shared memory plus CMA (process_vm_readv/writev)
+// for large messages. When that peer has exited, the CMA call fails (ESRCH); on an endpoint
+// without UCX error handling (ours within a host, see ucx_transport.hpp) UCP fails the endpoint,
+// completes its requests with an error, and then logs the failure at FATAL level, whose default
+// handler aborts the process (issue #22: a survivor aborted in 5 of 12 trials). This handler,
+// ahead of UCX's own, prints that one message as an error and stops it there, so the failed
+// requests reach exchange(), which throws Error(RemoteError) like any dead peer. Every other
+// message goes on to UCX's handlers. Measured against the alternatives (UCX_TLS=^cma, error
+// handling over TCP, no rendezvous) in docs/reliability.md.
+std::atomic<long> g_cma_failures{0};
+
+ucs_log_func_rc_t on_ucx_log(const char* file, unsigned line, const char*, ucs_log_level_t level,
+                             const ucs_log_component_config_t*, const char* format, va_list ap) {
+  if (level != UCS_LOG_LEVEL_FATAL) return UCS_LOG_FUNC_RC_CONTINUE;
+  const std::string_view f(file != nullptr ? file : "");
+  const bool single_copy = f.ends_with("cma_ep.c") || f.ends_with("scopy_ep.c");
+  if (!single_copy) return UCS_LOG_FUNC_RC_CONTINUE;
+  g_cma_failures.fetch_add(1, std::memory_order_relaxed);
+  char text[512];
+  va_list copy;
+  va_copy(copy, ap);
+  std::vsnprintf(text, sizeof text, format, copy);
+  va_end(copy);
+  std::fprintf(stderr, "[stragglar] UCX %s:%u: %s (the peer exited: an error for the call that waits for it, not an abort)\n",
+               file, line, text);
+  return UCS_LOG_FUNC_RC_STOP;
+}
+
+void install_ucx_log_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] { ucs_log_push_handler(on_ucx_log); });
 }
 
 // ---- who a rank is: enough to tell whether it shares our host and whether it still lives --
@@ -308,6 +349,7 @@ struct UcxTransport::Impl {
   }
 
   void init_ucx() {
+    install_ucx_log_handler();
     ucp_config_t* config = nullptr;
     ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
     if (s != UCS_OK) throw_ucx("ucp_config_read (check the UCX_* environment variables)", s);
@@ -484,6 +526,7 @@ struct UcxTransport::Impl {
       const Clock::time_point now = Clock::now();
       if (now >= next_watch) {
         check_processes();
+        check_peers_in_other_calls();
         next_watch = now + kWatchPeriod;
       }
       if (now >= deadline) fail(ErrorCode::Timeout, timeout_text());
@@ -516,6 +559,34 @@ struct UcxTransport::Impl {
     }
   }
 
+  // A peer we wait for whose message with another tag (another configuration, or the
+  // agreement) waits unmatched here is in another call: it called with a count, dtype, op or
+  // option that differs from ours on a configuration one of us knew already, where no agreement
+  // runs (issue #22: that ended in a timeout). UCX delivers one peer's messages in the order they
+  // were sent, so had it been in this call, its message for our posted receive would have come
+  // first and matched. Error(Mismatch) within the watch period instead of a timeout.
+  void check_peers_in_other_calls() {
+    constexpr ucp_tag_t kSourceMask = 0xffffffffull;
+    for (const Pending& p : pending) {
+      if (p.request == nullptr || p.is_send) continue;
+      ucp_tag_recv_info_t info{};
+      if (ucp_tag_probe_nb(worker, make_tag(kGaveUpTag, p.peer), kFullMask, 0, &info) != nullptr)
+        fail(ErrorCode::RemoteError, "UcxTransport (" + who() + "): rank " + std::to_string(p.peer) +
+                                         " gave up on this call (it timed out, lost a peer or was called "
+                                         "with different arguments; its own error says which)");
+      // Only on this host, where one shared-memory lane carries all of a peer's messages in
+      // order; across hosts UCX may spread them over several lanes.
+      if (!peers[static_cast<std::size_t>(p.peer)].watch_process) continue;
+      if (ucp_tag_probe_nb(worker, make_tag(0, p.peer), kSourceMask, 0, &info) == nullptr) continue;
+      const int other = static_cast<int>(info.sender_tag >> 32);
+      if (other == tag) continue;  // a later round of this call: the peer is ahead, not elsewhere
+      fail(ErrorCode::Mismatch, "UcxTransport (" + who() + "): rank " + std::to_string(p.peer) +
+                                    " is in another call (its message has tag " + std::to_string(other) +
+                                    ", this call's is " + std::to_string(tag) +
+                                    "): the ranks called with different arguments (count, dtype, op or options)");
+    }
+  }
+
   void check_processes() {
     for (const Pending& p : pending) {
       if (p.request == nullptr) continue;
@@ -545,7 +616,21 @@ struct UcxTransport::Impl {
     broken = true;
     broken_reason = message;
     abandon_receives();
+    tell_peers_we_gave_up();
     throw Error(code, message);
+  }
+
+  // A rank that gives up on a call tells every peer with one empty message on kGaveUpTag
+  // (fire and forget): a peer waiting for it then raises within the watch period instead of
+  // waiting out its own timeout, and a peer that comes late raises at once (issue #22: errors
+  // cascaded one timeout per hop). The message is empty: nothing to keep alive.
+  void tell_peers_we_gave_up() {
+    for (const Peer& peer : peers) {
+      if (peer.rank == rank || peer.ep == nullptr || peer.failure != UCS_OK) continue;
+      ucp_request_param_t param{};
+      const ucs_status_ptr_t r = ucp_tag_send_nbx(peer.ep, nullptr, 0, make_tag(kGaveUpTag, rank), &param);
+      if (r != nullptr && !UCS_PTR_IS_ERR(r)) ucp_request_free(r);  // UCX completes it on its own
+    }
   }
 
   // A receive must never write into the caller's memory after exchange() has thrown. A

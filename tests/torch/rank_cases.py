@@ -503,3 +503,34 @@ def env_straggler_subgroups(rank, nranks):
     if rank >= 2:
         seen["pair"] = repr(st.info(pair)["options"])
     return seen
+
+
+def exotic_tensors(rank: int, nranks: int):
+    """Issue #22 item 4: tensors the core does not take. Complex and sparse give the correct sum
+    (complex through torch's real view, sparse through the inner Gloo); meta and quantized raise
+    an error naming what they are, on every rank, and the group stays usable."""
+    out = {}
+    z = torch.tensor([complex(rank, 1), complex(1, -rank)], dtype=torch.complex64)
+    dist.all_reduce(z)
+    s = sum(range(nranks))
+    assert torch.equal(z, torch.tensor([complex(s, nranks), complex(nranks, -s)], dtype=torch.complex64)), z
+    out["complex"] = "sum"
+    i = torch.tensor([[0, 2], [1, 0]])
+    sp = torch.sparse_coo_tensor(i, torch.tensor([float(rank + 1), 2.0]), (3, 2))
+    dist.all_reduce(sp)
+    dense = torch.zeros(3, 2)
+    dense[0, 1] = sum(r + 1 for r in range(nranks))
+    dense[2, 0] = 2.0 * nranks
+    assert torch.equal(sp.to_dense(), dense), sp.to_dense()
+    out["sparse"] = "sum"
+    for kind, make in [("meta", lambda: torch.empty(4, device="meta")),
+                       ("quantized", lambda: torch.quantize_per_tensor(torch.ones(4), 0.1, 0, torch.quint8))]:
+        try:
+            dist.all_reduce(make())
+            out[kind] = "returned"
+        except Exception as e:  # noqa: BLE001  the message is what is checked
+            out[kind] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+    t = torch.ones(3)
+    dist.all_reduce(t)  # still usable
+    assert torch.equal(t, torch.full((3,), float(nranks))), t
+    return out

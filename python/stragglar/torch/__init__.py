@@ -48,8 +48,8 @@ BACKEND_NAME = "stragglar"
 
 
 def _inner_factory(store, rank: int, size: int, timeout: datetime.timedelta):
-    """Makes the inner backends on first use (C++ calls it with the GIL): torch's own classes over
-    PrefixStore(name + "/", the group's store). 'gloo_native' is the CPU engine's `native`
+    """Makes the inner backends (both Gloo ones with the group, NCCL on first use; C++ calls it
+    with the GIL): torch's own classes over PrefixStore(name + "/", the group's store). 'gloo_native' is the CPU engine's `native`
     algorithm, used only from the group's worker thread."""
 
     def make(name: str):
@@ -90,6 +90,11 @@ def _create_backend(dist_opts, pg_options):
                         f"got {type(options).__name__}")
     options = _group_numbering(options, dist_opts)
     store, rank, size = dist_opts.store, dist_opts.group_rank, dist_opts.group_size
+    # Each instance of this group gets keys of its own: torchrun keeps its store across
+    # --max-restarts, where a restarted job would otherwise read the dead workers' UCX addresses
+    # and Gloo keys (issue #22). Every rank makes the group, so each instance adds `size`.
+    instance = (store.add("stragglar/instances", 1) - 1) // size
+    store = dist.PrefixStore(f"stragglar/{instance}/", store)
     return _C._create_backend(store, rank, size, dist_opts.timeout, options,
                               _inner_factory(store, rank, size, dist_opts.timeout))
 
