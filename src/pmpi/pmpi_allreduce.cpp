@@ -41,11 +41,13 @@ namespace {
 // "Choosing the threshold").
 constexpr std::size_t kDefaultMinBytes = std::size_t{64} << 10;
 
-// Read once, at the first MPI_Allreduce (after MPI_Init: the thread level is known then).
+// Read once, at the first MPI_Allreduce. Every thread level is served: MPI already forbids
+// concurrent collectives on one communicator, and the runtime keeps one session per
+// communicator (its process-wide parts — plan cache, keyvals, environment — are locked), so
+// threads calling on different communicators run independently (docs/preload.md "Threads").
 struct Settings {
   std::size_t min_bytes = kDefaultMinBytes;
   Options options;
-  bool thread_multiple = false;  // documented pass-through (docs/preload.md "Threads")
   bool debug = false;
   std::optional<Error> error;    // a malformed variable: every call reports it
 };
@@ -69,8 +71,6 @@ const Settings& settings() {
     } catch (const Error& e) {
       s.error = e;
     }
-    int level = MPI_THREAD_SINGLE;
-    if (PMPI_Query_thread(&level) == MPI_SUCCESS) s.thread_multiple = level == MPI_THREAD_MULTIPLE;
   });
   return s;
 }
@@ -205,13 +205,12 @@ int pass(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_O
 }
 
 // Why every call on `comm` passes through, or nullptr when calls on it can be served.
-const char* comm_pass_reason(MPI_Comm comm, const Settings& s) {
+const char* comm_pass_reason(MPI_Comm comm) {
   int inter = 0, size = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
     return "not a valid communicator";  // MPI_Allreduce reports it
   if (inter) return "an intercommunicator";
   if (size < 2) return "one rank: no straggler to wait for";
-  if (s.thread_multiple) return "MPI_THREAD_MULTIPLE";
   return nullptr;
 }
 
@@ -220,14 +219,14 @@ int allreduce_or_pass(const void* sendbuf, void* recvbuf, int count, MPI_Datatyp
   const Settings& s = settings();
   if (s.error) return raise(comm, s.error->code(), s.error->what());
   if (comm == MPI_COMM_NULL) return pass(sendbuf, recvbuf, count, type, op, comm);  // MPI reports it
-  if (s.debug) announce(comm, s, comm_pass_reason(comm, s));
+  if (s.debug) announce(comm, s, comm_pass_reason(comm));
   // The cheap tests first: a small message costs two handle comparisons and a multiplication.
   const std::optional<ReduceOp> rop = reduce_op(op);
   if (!rop) return pass(sendbuf, recvbuf, count, type, op, comm);
   const std::optional<Signature> sig = signature_of(count, type);
   if (!sig || sig->elements == 0 || sig->elements * size_of(sig->dtype) < s.min_bytes)
     return pass(sendbuf, recvbuf, count, type, op, comm);
-  if (comm_pass_reason(comm, s)) return pass(sendbuf, recvbuf, count, type, op, comm);
+  if (comm_pass_reason(comm)) return pass(sendbuf, recvbuf, count, type, op, comm);
 
   g_served.fetch_add(1, std::memory_order_relaxed);
   t_inside = true;

@@ -156,10 +156,11 @@ static void derived_type(void) {
   for (int i = 0; i < 4 * n; ++i) d[i] = 1.0;
   const long long before = served_now();
   const int rc = MPI_Allreduce(MPI_IN_PLACE, d, n, four, MPI_SUM, c);
-  int lo = 0, hi = 0;
-  PMPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  PMPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  CHECK(lo == hi, "derived type: ranks got different return codes");
+  int cls = MPI_SUCCESS, lo = 0, hi = 0;
+  MPI_Error_class(rc, &cls);
+  PMPI_Allreduce(&cls, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  PMPI_Allreduce(&cls, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(lo == hi, "derived type: ranks got different error classes");
   if (rc == MPI_SUCCESS) CHECK(d[0] == nranks, "derived type sum %g", d[0]);
   check_served(before, 0, "derived type");
   MPI_Type_free(&four);
