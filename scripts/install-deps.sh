@@ -3,7 +3,8 @@
 # CUDA + NCCL are not installed here: the GPU runtime builds when they are found.
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config libcli11-dev nlohmann-json3-dev liblemon-dev libopenmpi-dev openmpi-bin
-      libgtest-dev libgmock-dev libbenchmark-dev libucx-dev)
+      libgtest-dev libgmock-dev libbenchmark-dev libucx-dev
+      libmpich-dev mpich)  # MPICH: the preload library's second MPI (issue #21); Open MPI stays the default
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -135,8 +135,14 @@ int delete_comm(MPI_Comm, int, void* attr, void*) {
   return MPI_SUCCESS;
 }
 
-// MPI_Finalize deletes MPI_COMM_SELF's attributes first: delete ours on every communicator then.
+// MPI_Finalize deletes MPI_COMM_SELF's attributes first: delete ours on every communicator then
+// (and, under STRAGGLAR_DEBUG=INFO, say on MPI_COMM_WORLD's rank 0 how many calls went where).
 int finalize_hook(MPI_Comm, int, void*, void*) {
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (settings().debug && rank == 0)
+    std::fprintf(stderr, "stragglar-pmpi: rank 0: %lld MPI_Allreduce calls went through stragglar, %lld passed through to MPI\n",
+                 g_served.load(), g_passed.load());
   std::vector<MPI_Comm> comms;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
