@@ -52,35 +52,42 @@ struct Settings {
   std::optional<Error> error;    // a malformed variable: every call reports it
 };
 
-const Settings& settings() {
-  static Settings s;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    try {
-      s.debug = detail::env().debug_info;
-      s.options = options_from_env();
-      if (const char* v = std::getenv("STRAGGLAR_PMPI_MIN_BYTES"); v && *v) {
-        try {
-          s.min_bytes = std::string_view(v) == "0" ? 0 : parse_bytes(v);
-        } catch (const Error& e) {
-          throw Error(ErrorCode::InvalidUsage, std::string("STRAGGLAR_PMPI_MIN_BYTES='") + v +
-                                                   "' is not valid: expected a size in bytes (0, 4096, 64K, 1M): " +
-                                                   e.what());
-        }
+Settings read_settings() {
+  Settings s;
+  try {
+    s.debug = detail::env().debug_info;
+    s.options = options_from_env();
+    if (const char* v = std::getenv("STRAGGLAR_PMPI_MIN_BYTES"); v && *v) {
+      try {
+        s.min_bytes = std::string_view(v) == "0" ? 0 : parse_bytes(v);
+      } catch (const Error& e) {
+        throw Error(ErrorCode::InvalidUsage, std::string("STRAGGLAR_PMPI_MIN_BYTES='") + v +
+                                                 "' is not valid: expected a size in bytes (0, 4096, 64K, 1M): " + e.what());
       }
-    } catch (const Error& e) {
-      s.error = e;
     }
-  });
+  } catch (const Error& e) {
+    s.error = e;
+  }
   return s;
 }
 
-// Counts for tests and the debug output (stragglar_pmpi_counts).
+const Settings& settings() {
+  static const Settings s = read_settings();  // after the first call: one load of the guard
+  return s;
+}
+
+// Counts for tests and the debug output (stragglar_pmpi_counts). Bumped with a relaxed load and
+// store, not fetch_add: no locked instruction on the pass-through path (threads calling at once
+// may lose a count; nothing but the statistics depends on it).
 std::atomic<long long> g_served{0}, g_passed{0};
+inline void bump(std::atomic<long long>& counter) {
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 // Set while stragglar runs a served call: MPI_Allreduce called from inside the runtime (the
 // `native` algorithm) must reach MPI, not come back here.
-thread_local bool t_inside = false;
+// initial-exec: a preloaded library has static TLS, so reading it is one instruction.
+__attribute__((tls_model("initial-exec"))) thread_local bool t_inside = false;
 
 // ---- errors through the communicator's error handler ------------------------------------------
 // One MPI error class per stragglar ErrorCode, made on first use; before raising, the class's
@@ -206,7 +213,7 @@ void announce(MPI_Comm comm, const Settings& s, const char* pass_reason) {
 }
 
 int pass(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  g_passed.fetch_add(1, std::memory_order_relaxed);
+  bump(g_passed);
   return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 }
 
@@ -223,10 +230,12 @@ const char* comm_pass_reason(MPI_Comm comm) {
 int allreduce_or_pass(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   if (t_inside) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   const Settings& s = settings();
+  // The small-message path first, before any lookup: no type we serve is wider than 8 bytes.
+  if (static_cast<std::size_t>(count) * 8 < s.min_bytes && !s.debug && !s.error)
+    return pass(sendbuf, recvbuf, count, type, op, comm);
   if (s.error) return raise(comm, s.error->code(), s.error->what());
   if (comm == MPI_COMM_NULL) return pass(sendbuf, recvbuf, count, type, op, comm);  // MPI reports it
   if (s.debug) announce(comm, s, comm_pass_reason(comm));
-  // The cheap tests first: a small message costs two handle comparisons and a multiplication.
   const std::optional<ReduceOp> rop = reduce_op(op);
   if (!rop) return pass(sendbuf, recvbuf, count, type, op, comm);
   const std::optional<Signature> sig = signature_of(count, type);
@@ -234,7 +243,7 @@ int allreduce_or_pass(const void* sendbuf, void* recvbuf, int count, MPI_Datatyp
     return pass(sendbuf, recvbuf, count, type, op, comm);
   if (comm_pass_reason(comm)) return pass(sendbuf, recvbuf, count, type, op, comm);
 
-  g_served.fetch_add(1, std::memory_order_relaxed);
+  bump(g_served);
   t_inside = true;
   struct Leave {
     ~Leave() { t_inside = false; }
