@@ -17,6 +17,10 @@
 #   4. bench_reduce_kernels     reduce kernel GB/s vs cudaMemcpyAsync D2D
 #   5. stragglar-bench-gpu      StragglAR vs ring (our executor) vs ncclAllReduce vs auto at 8
 #                               ranks, 64 MiB fp32, straggler 7, delay ${DELAY_MS:-1500} ms
+#   6. the NCCL preload (issue #21, docs/preload.md): nccl_preload_check (nccl-tests-like
+#                               all_reduce with checking) at 4 ranks plain and under
+#                               libstragglar_nccl_preload.so (STRAGGLAR_NCCL_MIN_BYTES=0), then
+#                               torch's NCCL all_reduce under it (when torch has CUDA)
 # and prints a short table last, naming the transport. Exit status 0 only if every step passed
 # and n = 2, 4, 8 all ran; 77 if there is no GPU.
 # Knobs: NRANKS_LIST="2 4 8" (anything without all three fails the check), BENCH_RANKS=8,
@@ -137,6 +141,36 @@ step "$(limit 300)" "${MPIRUN[@]}" -np "$BENCH_RANKS" sh -c "$(per_rank "$BUILD/
 rc=$?
 say "stragglar-bench-gpu: rc=$rc, $((SECONDS - t0)) s"
 [ $rc -eq 0 ] || fail "stragglar-bench-gpu: rc=$rc (see $log)"
+
+# 6. the NCCL preload library: an unmodified NCCL program and torch's ProcessGroupNCCL under it
+preload_lib="$BUILD/libstragglar_nccl_preload.so"
+if [ -x "$BUILD/nccl_preload_check" ] && [ -f "$preload_lib" ]; then
+  preload_lib=$(readlink -f "$preload_lib")
+  for mode in plain expect-preload; do
+    log="$OUT/nccl_preload_check_$mode.log"
+    pre=()
+    [ "$mode" = expect-preload ] && pre=(-x LD_PRELOAD="$preload_lib" -x STRAGGLAR_NCCL_MIN_BYTES=0 -x STRAGGLAR_DEBUG=INFO)
+    t0=$SECONDS
+    step "$(limit 120)" "${MPIRUN[@]}" "${pre[@]}" -np 4 sh -c "$(per_rank "$BUILD/nccl_preload_check" $mode)" >"$log" 2>&1
+    rc=$?
+    verdict=$(grep -E "^nccl_preload_check n=4 .*: PASSED$" "$log" | tail -1)
+    say "nccl_preload_check $mode n=4: rc=$rc, $((SECONDS - t0)) s $(grep -m1 'through stragglar' "$log")"
+    [ $rc -eq 0 ] && [ -n "$verdict" ] || fail "nccl_preload_check $mode did not pass (see $log)"
+  done
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    log="$OUT/torch_allreduce_preload.log"
+    t0=$SECONDS
+    step "$(limit 180)" "${MPIRUN[@]}" -x LD_PRELOAD="$preload_lib" -x STRAGGLAR_NCCL_MIN_BYTES=0 -np 4 \
+      sh -c "$(per_rank python3 "$(dirname "$0")/../tests/nccl_preload/torch_allreduce.py")" >"$log" 2>&1
+    rc=$?
+    say "torch NCCL all_reduce under the preload: rc=$rc, $((SECONDS - t0)) s: $(grep -m1 '^torch_allreduce' "$log")"
+    [ $rc -eq 0 ] && grep -q '^torch_allreduce.*PASSED$' "$log" || fail "torch all_reduce under the preload (see $log)"
+  else
+    say "torch NCCL all_reduce under the preload: skipped (no torch with CUDA)"
+  fi
+else
+  fail "the NCCL preload was not built ($BUILD/nccl_preload_check, $preload_lib)"
+fi
 
 # The short table, last.
 echo

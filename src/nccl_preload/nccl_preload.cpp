@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -97,8 +98,10 @@ const Settings& settings() {
   return s;
 }
 
-thread_local bool t_inside = false;  // the runtime's own NCCL calls
-thread_local int t_group_depth = 0;  // the program's ncclGroupStart nesting on this thread
+__attribute__((tls_model("initial-exec"))) thread_local bool t_inside = false;  // the runtime's own NCCL calls
+__attribute__((tls_model("initial-exec"))) thread_local int t_group_depth = 0;  // the program's group nesting
+
+std::atomic<long long> g_served{0}, g_passed{0};  // stragglar_nccl_preload_counts
 
 std::size_t element_size(ncclDataType_t t) {
   switch (t) {
@@ -162,7 +165,9 @@ ncclResult_t ncclGroupEnd() {
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const Real& r = real();
-  if (t_inside || t_group_depth > 0) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  if (t_inside) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  ++g_passed;  // undone below when served
+  if (t_group_depth > 0) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
   const Settings& s = settings();
   const std::size_t es = element_size(datatype);
   if (es == 0 || !served_op(op) || count == 0 || count * es < s.min_bytes || comm == nullptr)
@@ -179,12 +184,21 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, n
     std::fprintf(stderr, "stragglar-nccl-preload: %s\n", s.bad_env_message.c_str());
     return ncclInvalidArgument;
   }
+  --g_passed;
+  ++g_served;
   t_inside = true;
   const stragglar_result res = stragglarNcclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr);
   t_inside = false;
   if (res != stragglar_success)
     std::fprintf(stderr, "stragglar-nccl-preload: ncclAllReduce failed: %s\n", stragglar_last_error());
   return to_nccl(res);
+}
+
+// How many ncclAllReduce calls went through stragglar and how many to NCCL in this process (for
+// checks; found with dlsym).
+void stragglar_nccl_preload_counts(long long* served, long long* passed) {
+  if (served) *served = g_served;
+  if (passed) *passed = g_passed;
 }
 
 // stragglar's per-communicator state must go before NCCL frees the communicator.
