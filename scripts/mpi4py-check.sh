@@ -35,20 +35,28 @@ if ! ls "$work"/site/mpi4py/MPI*.so >/dev/null 2>&1; then  # built once per buil
 fi
 suite=$work/mpi4py-$version/test
 
-# "Ran N tests" and the result line of every rank, as one sorted summary.
-summary() { grep -E '^(Ran [0-9]+ tests|OK|FAILED)' "$1" | sed -E 's/ in [0-9.]+s//' | sort | uniq -c | tr -s ' ' | paste -sd';' -; }
+# Each rank writes its own log (ranks' lines would interleave in one); the summary is every
+# rank's "Ran N tests" and result line, sorted and counted.
+run() {  # run LOGPREFIX [ENV=VALUE...] -- launcher prefix...
+  local prefix=$1; shift
+  rm -f "$prefix".*
+  "${mpiexec[@]}" -n "$n" "$@" sh -c 'exec "$0" "$@" > "'"$prefix"'.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}" 2>&1' \
+    python3 "$suite/runtests.py" --path "$work/site" -i "$tests" || true
+}
+summary() { cat "$1".* | grep -E '^(Ran [0-9]+ tests|OK|FAILED)' | sed -E 's/ in [0-9.]+s//' | sort | uniq -c | tr -s ' ' | paste -sd';' -; }
 
 status=0
 for n in "${nprocs[@]}"; do
   plain=$work/plain-n$n.log preloaded=$work/preload-n$n.log
-  timeout 900 "${mpiexec[@]}" -n "$n" python3 "$suite/runtests.py" --path "$work/site" -i "$tests" >"$plain" 2>&1 || true
-  STRAGGLAR_PMPI_MIN_BYTES=0 STRAGGLAR_DEBUG=INFO timeout 900 "${mpiexec[@]}" -n "$n" "$build/stragglar-run" \
-    python3 "$suite/runtests.py" --path "$work/site" -i "$tests" >"$preloaded" 2>&1 || true
+  timeout 900 bash -c "$(declare -f run); $(declare -p mpiexec suite work tests n); run '$plain'" >"$plain.launcher" 2>&1 || true
+  STRAGGLAR_PMPI_MIN_BYTES=0 STRAGGLAR_DEBUG=INFO timeout 900 \
+    bash -c "$(declare -f run); $(declare -p mpiexec suite work tests n); run '$preloaded' '$build/stragglar-run'" \
+    >"$preloaded.launcher" 2>&1 || true
   a=$(summary "$plain") b=$(summary "$preloaded")
-  served=$(grep -o 'rank 0: [0-9]* MPI_Allreduce calls went through stragglar, [0-9]* passed through' "$preloaded" || echo "no count")
+  served=$(cat "$preloaded".* | grep -o 'rank 0: [0-9]* MPI_Allreduce calls went through stragglar, [0-9]* passed through' || echo "no count")
   echo "mpi4py $flavor $tests n=$n: without preload [$a] | with preload, min bytes 0 [$b] ($served)"
   if [[ -z $a || $a != "$b" ]]; then
-    echo "mpi4py-check.sh: results differ (logs: $plain, $preloaded)" >&2
+    echo "mpi4py-check.sh: results differ (logs: $plain.*, $preloaded.*)" >&2
     status=1
   fi
 done
