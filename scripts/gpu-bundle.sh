@@ -5,7 +5,8 @@
 #   scripts/gpu-bundle.sh DIR            (build tree: ${BUILD:-build-gpu-bundle}, reused)
 #
 # DIR gets (nothing else; at most 60 MiB, checked):
-#   bin/     test_cuda_device, test_nccl_allreduce, bench_reduce_kernels, stragglar-bench-gpu:
+#   bin/     test_cuda_device, test_nccl_allreduce, bench_reduce_kernels, stragglar-bench-gpu,
+#            nccl_preload_check + libstragglar_nccl_preload.so (issue #21):
 #            sm_90 (H100/H200), static cudart; libnccl.so.2 and Open MPI's libmpi.so.40 come
 #            from the device's system paths
 #   torch/   when this machine's python3 imports torch and UCX is found: the prebuilt static
@@ -33,13 +34,18 @@ if python3 -c "import torch" >/dev/null 2>&1 && pkg-config --exists ucx 2>/dev/n
 # here (STRAGGLAR_TORCH=OFF: its libraries are built, the module is the device's).
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRAGGLAR_CUDA=ON -DSTRAGGLAR_TORCH=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS" -DSTRAGGLAR_TESTS=ON -DSTRAGGLAR_BENCH=ON -DSTRAGGLAR_WERROR=ON >/dev/null
-targets=(test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar_bench_gpu)
+targets=(test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar_bench_gpu
+         stragglar_nccl_preload nccl_preload_check)  # the NCCL preload (issue #21)
 [ $with_torch = 1 ] && targets+=(stragglar_core stragglar_runtime stragglar_ucx stragglar_nccl)
 cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}"
 
 rm -rf "$DIR"
 mkdir -p "$DIR/bin"
 for b in test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar-bench-gpu; do
+  cp "$BUILD/$b" "$DIR/bin/"
+  strip --strip-debug "$DIR/bin/$b"
+done
+for b in nccl_preload_check libstragglar_nccl_preload.so; do
   cp "$BUILD/$b" "$DIR/bin/"
   strip --strip-debug "$DIR/bin/$b"
 done

@@ -21,6 +21,8 @@
 #                            all_reduce of every dtype × op, a DDP step): none may skip
 #   5. bench_reduce_kernels  reduce kernel GB/s vs a D2D copy
 #   6. stragglar-bench-gpu   StragglAR vs ring vs ncclAllReduce vs auto, 8 ranks, straggler delayed
+#   7. the NCCL preload    nccl_preload_check at 4 ranks plain and under libstragglar_nccl_preload.so
+#                            (STRAGGLAR_NCCL_MIN_BYTES=0), then torch's ProcessGroupNCCL all_reduce under it
 # Prints the bench's table, then the table of steps last. Exit 0 only if every step ran and
 # passed; 77 if there is no GPU; 2 if DIR lacks the programs.
 # Knobs: BUDGET_S, NRANKS_LIST="2 4 8" (anything without all three fails), BENCH_RANKS=8,
@@ -262,6 +264,44 @@ if [ $bench_ok = 1 ]; then
   row "bench, $BENCH_RANKS ranks, straggler delayed" PASS $((SECONDS - t0)) "${transport:-transport ?}"
 else
   row "bench, $BENCH_RANKS ranks, straggler delayed" FAIL $((SECONDS - t0)) "rc=$rc, $(grep '^bench rows:' "$SUMMARY" | tail -1 || echo 'no JSON') (see ${log#$OUT/})" "$log"
+fi
+
+# 7. the NCCL preload (issue #21, docs/preload.md "NCCL"): an unmodified nccl-tests-like program
+# plain and under libstragglar_nccl_preload.so (everything it can serve goes through stragglar),
+# then torch's own ProcessGroupNCCL all_reduce under it.
+preload_lib="$BIN/libstragglar_nccl_preload.so"
+if [ -x "$BIN/nccl_preload_check" ] && [ -f "$preload_lib" ]; then
+  for mode in plain expect-preload; do
+    log="$LOGS/nccl_preload_check_$mode.log"
+    pre=()
+    [ "$mode" = expect-preload ] && pre=(-x LD_PRELOAD="$preload_lib" -x STRAGGLAR_NCCL_MIN_BYTES=0 -x STRAGGLAR_DEBUG=INFO)
+    t0=$SECONDS
+    step "$(limit 90)" "${MPIRUN[@]}" "${pre[@]}" -np 4 sh -c "$(per_rank "$BIN/nccl_preload_check" $mode)" >"$log" 2>&1
+    rc=$?
+    verdict=$(grep -E "^nccl_preload_check n=4 .*: PASSED$" "$log" | tail -1)
+    if [ $rc -eq 0 ] && [ -n "$verdict" ]; then
+      row "NCCL preload, nccl_preload_check $mode n=4" PASS $((SECONDS - t0)) "$(grep -m1 'through stragglar' "$log" | cut -c1-80)"
+    else
+      row "NCCL preload, nccl_preload_check $mode n=4" FAIL $((SECONDS - t0)) "rc=$rc (see ${log#$OUT/})" "$log"
+    fi
+  done
+  log="$LOGS/torch_allreduce_preload.log"
+  t0=$SECONDS
+  if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    step "$(limit 120)" "${MPIRUN[@]}" -x LD_PRELOAD="$preload_lib" -x STRAGGLAR_NCCL_MIN_BYTES=0 -np 4 \
+      sh -c "$(per_rank "$PYTHON" "$ROOT/tests/nccl_preload/torch_allreduce.py")" >"$log" 2>&1
+    rc=$?
+    verdict=$(grep -m1 '^torch_allreduce' "$log")
+    if [ $rc -eq 0 ] && echo "$verdict" | grep -q 'PASSED$'; then
+      row "NCCL preload, torch ProcessGroupNCCL n=4" PASS $((SECONDS - t0)) "${verdict#torch_allreduce }"
+    else
+      row "NCCL preload, torch ProcessGroupNCCL n=4" FAIL $((SECONDS - t0)) "rc=$rc ${verdict} (see ${log#$OUT/})" "$log"
+    fi
+  else
+    row "NCCL preload, torch ProcessGroupNCCL n=4" FAIL 0 "not run: $PYTHON has no torch with CUDA"
+  fi
+else
+  row "NCCL preload" FAIL 0 "not in $DIR: $BIN/nccl_preload_check, $preload_lib (make the bundle again)"
 fi
 
 # The table of steps, last.

@@ -130,9 +130,13 @@ expect_components() {
   echo "components: REQUIRED COMPONENTS $request -> $want ($needle)"
 }
 expect_components OK core "stragglar components found: core"
-expect_components FAIL "core;bogus" "unknown component 'bogus' (known: core, mpi, nccl)"
+expect_components FAIL "core;bogus" "unknown component 'bogus' (known: core, mpi, nccl, pmpi)"
 if [ "${arg[mpi]}" = 1 ]; then
   expect_components FAIL mpi "component mpi needs the C or CXX language enabled in this project"
+  # The preload library (issue #21): its component, the library and the launcher beside it.
+  expect_components OK pmpi "stragglar components found: pmpi"
+  ls "$prefix"/lib*/libstragglar_pmpi_*.so >/dev/null 2>&1 || fail "no libstragglar_pmpi_<mpi>.so installed"
+  [ -x "$prefix/bin/stragglar-run" ] || fail "no bin/stragglar-run installed"
 else
   expect_components FAIL mpi "component mpi was not built"
 fi

@@ -1,0 +1,106 @@
+/* An unmodified MPI program: a loop of MPI_Allreduce with one rank late (docs/preload.md).
+ * It knows nothing of stragglar; run it plain and through the preload to compare:
+ *
+ *   mpirun -np 8 ./build/delayed_allreduce --mib 64 --delay-ms 300
+ *   mpirun -np 8 ./build/stragglar-run ./build/delayed_allreduce --mib 64 --delay-ms 300
+ *
+ * Each iteration: a barrier (common start), the late rank sleeps --delay-ms, then every rank
+ * calls MPI_Allreduce(SUM) on --mib MiB of floats (in place). The exposed time is from the
+ * late rank's arrival to the last rank's return (one host: MPI_Wtime is one clock). Results are
+ * checked exactly (small integers); it prints the median over --iters timed iterations (after
+ * --warmup untimed ones, which let auto find the late rank). --latency BYTES instead times --calls back-to-back calls of
+ * BYTES with no delay: the cost of the pass-through for small messages. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void sleep_ms(double ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)((ms - 1000 * (double)(time_t)(ms / 1000)) * 1e6)};
+  nanosleep(&ts, NULL);
+}
+
+static int by_value(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  double mib = 64, delay_ms = 300;
+  int iters = 10, warmup = 3, late = n - 1, calls = 10000;
+  long latency_bytes = -1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--mib")) mib = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--delay-ms")) delay_ms = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--late-rank")) late = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--latency")) latency_bytes = atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--calls")) calls = atoi(argv[i + 1]);
+    else {
+      if (rank == 0) fprintf(stderr, "unknown option '%s' (expected --mib, --delay-ms, --iters, --warmup, --late-rank, --latency, --calls)\n", argv[i]);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  if (mib <= 0 || delay_ms < 0 || iters < 1 || warmup < 0 || late < 0 || late >= n || calls < 1) {
+    if (rank == 0) fprintf(stderr, "bad arguments: need --mib > 0, --delay-ms >= 0, --iters >= 1, --late-rank in [0, %d)\n", n);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+
+  if (latency_bytes >= 0) {
+    const int count = (int)(latency_bytes / 4 > 0 ? latency_bytes / 4 : 1);
+    float* buf = malloc((size_t)count * sizeof(float));
+    for (int i = 0; i < count; ++i) buf[i] = 0.0f;
+    for (int i = 0; i < 100; ++i) MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < calls; ++i) MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    const double t = (MPI_Wtime() - t0) / calls;
+    double worst = 0;
+    PMPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) printf("latency bytes=%d calls=%d ranks=%d us_per_call=%.3f\n", count * 4, calls, n, worst * 1e6);
+    free(buf);
+    MPI_Finalize();
+    return 0;
+  }
+
+  const size_t count = (size_t)(mib * 1048576.0 / sizeof(float));
+  float* buf = malloc(count * sizeof(float));
+  double* exposed_s = malloc((size_t)iters * sizeof(double));
+  int bad_total = 0;
+  for (int it = 0; it < warmup + iters; ++it) {
+    for (size_t i = 0; i < count; ++i) buf[i] = (float)((rank + (int)(i % 7)) % 5);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == late) sleep_ms(delay_ms);
+    const double arrive = MPI_Wtime();
+    MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    const double done = MPI_Wtime();
+    /* exposed = last return - the late rank's arrival */
+    double times[2] = {rank == late ? -arrive : -1e300, done}, agg[2];
+    MPI_Allreduce(times, agg, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const double exposed = agg[1] + agg[0];
+    float want[7] = {0};
+    for (int k = 0; k < 7; ++k)
+      for (int r = 0; r < n; ++r) want[k] += (float)((r + k) % 5);
+    int bad = 0;
+    for (size_t i = 0; i < count; ++i) bad += buf[i] != want[i % 7];
+    bad_total += bad;
+    if (it >= warmup) exposed_s[it - warmup] = exposed;
+  }
+  int bad_all = 0;
+  MPI_Allreduce(&bad_total, &bad_all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  qsort(exposed_s, (size_t)iters, sizeof(double), by_value);
+  const double median = iters % 2 ? exposed_s[iters / 2] : (exposed_s[iters / 2 - 1] + exposed_s[iters / 2]) / 2;
+  if (rank == 0)
+    printf("delayed_allreduce ranks=%d MiB=%g delay_ms=%g late_rank=%d iters=%d median_exposed_ms=%.2f check=%s\n", n,
+           mib, delay_ms, late, iters, 1e3 * median, bad_all ? "FAILED" : "ok");
+  free(exposed_s);
+  free(buf);
+  MPI_Finalize();
+  return bad_all ? 1 : 0;
+}

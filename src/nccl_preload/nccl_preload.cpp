@@ -1,0 +1,219 @@
+// libstragglar_nccl_preload.so: ncclAllReduce through stragglar for unmodified NCCL programs
+// (PyTorch's ProcessGroupNCCL, nccl-tests), docs/preload.md "NCCL"; issue #21 item 5.
+//
+// Preloaded, this library's ncclAllReduce is the one the program calls. It serves a call
+// through the NCCL front-end of the runtime core (stragglarNcclAllReduce: auto by default,
+// STRAGGLAR_ALGORITHM etc. honoured) and hands every other call to the real NCCL, found with
+// dlsym(RTLD_NEXT) — the libnccl the program itself loaded (torch's own, for PyTorch). Passed
+// through: calls inside ncclGroupStart/End (they must fuse with the group's other operations),
+// calls on a stream under CUDA graph capture (stragglar's host-side agreement cannot be
+// captured), unsupported types and ops (ncclPreMulSum, user ops, uint8/uint32/uint64/fp8),
+// calls below STRAGGLAR_NCCL_MIN_BYTES, and one-rank communicators. NCCL requires every rank
+// to pass the same count, type and op, and symmetric groups and captures, so every rank
+// decides alike.
+//
+// The static runtime inside calls NCCL itself (ncclSend/Recv/GroupStart/End, ncclAllReduce for
+// its agreement): those calls reach the real NCCL — a thread-local flag marks them — and leave
+// the group depth we track for the program untouched.
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "stragglar/stragglar.h"
+#include "stragglar/stragglar_nccl.h"
+#include "stragglar/units.hpp"
+#include "stragglar/error.hpp"
+
+namespace {
+
+// Below this many bytes a call goes to NCCL: its own small-message algorithms are latency-bound
+// and a late rank costs little there. Not measured on a GPU yet (docs/preload.md).
+constexpr std::size_t kDefaultMinBytes = std::size_t{1} << 20;
+
+struct Real {
+  decltype(&ncclAllReduce) all_reduce = nullptr;
+  decltype(&ncclGroupStart) group_start = nullptr;
+  decltype(&ncclGroupEnd) group_end = nullptr;
+  decltype(&ncclCommDestroy) comm_destroy = nullptr;
+  decltype(&ncclCommAbort) comm_abort = nullptr;
+  decltype(&ncclCommCount) comm_count = nullptr;
+  decltype(&ncclCommUserRank) comm_user_rank = nullptr;
+};
+
+template <class F>
+void find(F& fn, const char* name) {
+  fn = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+  if (!fn) {
+    std::fprintf(stderr, "stragglar-nccl-preload: %s not found after this library (is libnccl loaded?): %s\n", name,
+                 dlerror());
+    std::abort();
+  }
+}
+
+const Real& real() {
+  static Real r;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    find(r.all_reduce, "ncclAllReduce");
+    find(r.group_start, "ncclGroupStart");
+    find(r.group_end, "ncclGroupEnd");
+    find(r.comm_destroy, "ncclCommDestroy");
+    find(r.comm_abort, "ncclCommAbort");
+    find(r.comm_count, "ncclCommCount");
+    find(r.comm_user_rank, "ncclCommUserRank");
+  });
+  return r;
+}
+
+struct Settings {
+  std::size_t min_bytes = kDefaultMinBytes;
+  bool debug = false;
+  bool bad_env = false;  // a malformed STRAGGLAR_NCCL_MIN_BYTES: every eligible call reports it
+  std::string bad_env_message;
+};
+
+const Settings& settings() {
+  static Settings s;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (const char* v = std::getenv("STRAGGLAR_DEBUG")) s.debug = std::string_view(v) == "INFO" || std::string_view(v) == "info";
+    if (const char* v = std::getenv("STRAGGLAR_NCCL_MIN_BYTES"); v && *v) {
+      try {
+        s.min_bytes = std::string_view(v) == "0" ? 0 : stragglar::parse_bytes(v);
+      } catch (const stragglar::Error& e) {
+        s.bad_env = true;
+        s.bad_env_message = std::string("STRAGGLAR_NCCL_MIN_BYTES='") + v +
+                            "' is not valid: expected a size in bytes (0, 4096, 1M): " + e.what();
+      }
+    }
+  });
+  return s;
+}
+
+__attribute__((tls_model("initial-exec"))) thread_local bool t_inside = false;  // the runtime's own NCCL calls
+__attribute__((tls_model("initial-exec"))) thread_local int t_group_depth = 0;  // the program's group nesting
+
+std::atomic<long long> g_served{0}, g_passed{0};  // stragglar_nccl_preload_counts
+
+std::size_t element_size(ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat32: case ncclInt32: return 4;
+    case ncclFloat64: case ncclInt64: return 8;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    default: return 0;  // not served: int8, uint8, uint32, uint64, fp8
+  }
+}
+
+bool served_op(ncclRedOp_t op) {
+  return op == ncclSum || op == ncclProd || op == ncclMin || op == ncclMax || op == ncclAvg;
+}
+
+ncclResult_t to_nccl(stragglar_result r) {
+  switch (r) {
+    case stragglar_success: return ncclSuccess;
+    case stragglar_invalid_usage: return ncclInvalidArgument;
+    case stragglar_mismatch: return ncclInvalidUsage;
+    case stragglar_remote_error: return ncclRemoteError;
+    case stragglar_timeout: return ncclSystemError;
+    case stragglar_system_error: return ncclUnhandledCudaError;
+    default: return ncclInternalError;
+  }
+}
+
+// STRAGGLAR_DEBUG=INFO: one line per communicator, on its rank 0.
+void announce(ncclComm_t comm, int nranks, const Settings& s, const char* pass_reason) {
+  static std::mutex mutex;
+  static std::set<ncclComm_t>* seen = new std::set<ncclComm_t>();  // never freed: no work at exit
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!seen->insert(comm).second) return;
+  int rank = 0;
+  real().comm_user_rank(comm, &rank);
+  if (rank != 0) return;
+  if (pass_reason)
+    std::fprintf(stderr, "stragglar-nccl-preload: communicator %p (%d ranks): every ncclAllReduce goes to NCCL (%s)\n",
+                 static_cast<void*>(comm), nranks, pass_reason);
+  else
+    std::fprintf(stderr,
+                 "stragglar-nccl-preload: communicator %p (%d ranks): ncclAllReduce of fp32/fp64/fp16/bf16/int32/int64 x "
+                 "sum/prod/min/max/avg >= %zu bytes, outside groups and graph capture, goes through stragglar; "
+                 "everything else goes to NCCL\n",
+                 static_cast<void*>(comm), nranks, s.min_bytes);
+}
+
+}  // namespace
+
+extern "C" {
+
+ncclResult_t ncclGroupStart() {
+  if (!t_inside) ++t_group_depth;
+  return real().group_start();
+}
+
+ncclResult_t ncclGroupEnd() {
+  if (!t_inside && t_group_depth > 0) --t_group_depth;
+  return real().group_end();
+}
+
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const Real& r = real();
+  if (t_inside) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  ++g_passed;  // undone below when served
+  if (t_group_depth > 0) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  const Settings& s = settings();
+  const std::size_t es = element_size(datatype);
+  if (es == 0 || !served_op(op) || count == 0 || count * es < s.min_bytes || comm == nullptr)
+    return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  int nranks = 0;
+  if (r.comm_count(comm, &nranks) != ncclSuccess) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) capture = cudaStreamCaptureStatusActive;  // be safe
+  const char* pass_reason = nranks < 2 ? "one rank" : nullptr;
+  if (s.debug) announce(comm, nranks, s, pass_reason);
+  if (pass_reason || capture != cudaStreamCaptureStatusNone)
+    return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  if (s.bad_env) {
+    std::fprintf(stderr, "stragglar-nccl-preload: %s\n", s.bad_env_message.c_str());
+    return ncclInvalidArgument;
+  }
+  --g_passed;
+  ++g_served;
+  t_inside = true;
+  const stragglar_result res = stragglarNcclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr);
+  t_inside = false;
+  if (res != stragglar_success)
+    std::fprintf(stderr, "stragglar-nccl-preload: ncclAllReduce failed: %s\n", stragglar_last_error());
+  return to_nccl(res);
+}
+
+// How many ncclAllReduce calls went through stragglar and how many to NCCL in this process (for
+// checks; found with dlsym).
+void stragglar_nccl_preload_counts(long long* served, long long* passed) {
+  if (served) *served = g_served;
+  if (passed) *passed = g_passed;
+}
+
+// stragglar's per-communicator state must go before NCCL frees the communicator.
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  t_inside = true;
+  (void)stragglarNcclCommRelease(comm);
+  t_inside = false;
+  return real().comm_destroy(comm);
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  t_inside = true;
+  (void)stragglarNcclCommRelease(comm);
+  t_inside = false;
+  return real().comm_abort(comm);
+}
+
+}  // extern "C"
