@@ -2,9 +2,9 @@
 # Replays every pattern of bench/patterns/ (or the files named) on the MPI benchmark: auto beside
 # the fixed entries (StragglAR told the rank latest most often, ring, rhd, native), 16 MiB, one
 # timed call per line, and prints auto's total exposed time over the run / the best fixed entry's
-# (issue 20's target: <= 1.05 on every pattern). --calibrate: auto decides with this host's cost
-# model (the default one is GPU-like: on a CPU it would exchange only every P calls and rank
-# candidates as a GPU would, docs/auto.md "The exchange"). Results: build/patterns/NAME.json.
+# (issue 20's target: <= 1.05 on every pattern). --calibrate: auto decides with the cost model
+# measured on this host in this run (without it: the engine's default host model, docs/auto.md
+# "The cost model per engine"). Results: build/patterns/NAME.json.
 #   bash bench/patterns/run.sh [FILE...]      (env: NP=8 SIZE=16M WARMUP=2 BENCH=./build/stragglar-bench)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

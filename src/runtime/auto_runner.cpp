@@ -9,6 +9,7 @@
 
 #include "runtime/env.hpp"
 #include "runtime/session.hpp"
+#include "stragglar/error.hpp"
 #include "stragglar/simulate.hpp"
 
 namespace stragglar::detail {
@@ -60,11 +61,9 @@ class PredictionCache {
 // no policy when the model says no schedule can beat it at any delay: even with the straggler
 // infinitely late, StragglAR's exposed time (what runs after it arrives) is no shorter than the
 // best bulk-synchronous schedule at no delay, which is what native is modelled as. A function of
-// the configuration and the agreed cost model only: the same answer on every rank.
+// the configuration and the agreed cost model only (with_auto_cost): the same answer on every rank.
 bool no_schedule_can_win(const Options& o, int nranks, std::size_t bytes) {
-  Options base = o;
-  base.cost = o.cost.value_or(env().cost);
-  PredictionCache model(base, nranks, bytes);
+  PredictionCache model(o, nranks, bytes);
   const double late_for_ever = 1e4;
   const double best_case = model(Choice{Algorithm::stragglar, nranks - 1}, late_for_ever);
   const double bulk = std::min(model(Choice{Algorithm::ring, -1}, 0.0), model(Choice{Algorithm::rhd, -1}, 0.0));
@@ -86,13 +85,18 @@ int calls_per_exchange(PredictionCache& model, int nranks, const CostModel& cost
 
 }  // namespace
 
-bool auto_runs_native(const Options& o, int nranks, std::size_t bytes) { return no_schedule_can_win(o, nranks, bytes); }
+Options with_auto_cost(const Options& o, const Engine& engine) {
+  Options x = o;
+  if (!x.cost) x.cost = engine.auto_cost_model();
+  return x;
+}
+
+bool auto_runs_native(const Options& o, int nranks, std::size_t bytes) {
+  if (!o.cost) throw Error(ErrorCode::Internal, "auto_runs_native: no cost model (expected with_auto_cost's options)");
+  return no_schedule_can_win(o, nranks, bytes);
+}
 
 namespace {
-Options with_cost(Options o) {
-  o.cost = o.cost.value_or(env().cost);
-  return o;
-}
 
 // The policy of one configuration: the model (two simulations per algorithm, at its first use),
 // the period, and one call per exchange when an exchange is cheap beside a call.
@@ -113,7 +117,7 @@ StragglerPolicy make_policy(Engine& engine, int nranks, std::size_t bytes, const
 
 AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
                        const Options& o, AutoHost& host)
-    : engine_(engine), api_(api), rank_(rank), nranks_(nranks), options_(with_cost(o)), count_(count), dtype_(dtype),
+    : engine_(engine), api_(api), rank_(rank), nranks_(nranks), options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
       policy_(make_policy(engine, nranks, count * size_of(dtype), options_)) {
   const std::size_t bytes = count * size_of(dtype);
   exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));

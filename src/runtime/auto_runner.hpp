@@ -18,8 +18,14 @@ namespace stragglar::detail {
 
 class Engine;
 
-// Small messages (docs/auto.md "Small messages"): true when the model says no schedule can win
-// at any delay, so auto runs the engine's bounded native with no policy, measurement or exchange.
+// The options auto decides with: `o` with its cost model resolved — Options::cost, else the
+// engine's default for auto (Engine::auto_cost_model: STRAGGLAR_* if set, else the GPU model, or
+// the host model on host engines; docs/auto.md "The cost model per engine").
+Options with_auto_cost(const Options& o, const Engine& engine);
+
+// Small messages (docs/auto.md "Small messages"): true when the model (o.cost, resolved by
+// with_auto_cost) says no schedule can win at any delay, so auto runs the engine's bounded
+// native with no policy, measurement or exchange.
 bool auto_runs_native(const Options& o, int nranks, std::size_t bytes);
 
 // What the session does for the runner.
@@ -35,6 +41,7 @@ class AutoHost {
 
 class AutoRunner {
  public:
+  // `o`: the configuration's options with auto's cost model (with_auto_cost).
   // Builds every plan auto may run now (through host.plan), sizes the engine's exchange and
   // native buffers: later calls allocate nothing.
   AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,

@@ -3,7 +3,8 @@
 //   STRAGGLAR_TIMEOUT_S       seconds a rank waits for a peer before Error(Timeout) (default 60)
 //   STRAGGLAR_DEBUG           INFO: print this config once per process, and every new
 //                             configuration and straggler switch on a communicator's rank 0 (stderr)
-//   STRAGGLAR_ALPHA_US        α of the cost model used by pipeline = auto (default CostModel{})
+//   STRAGGLAR_ALPHA_US        α of the cost model used by pipeline = auto (default CostModel{}) and by
+//                             algorithm = auto (default: its engine's, auto_cost_model.hpp)
 //   STRAGGLAR_BANDWIDTH_GBPS  1/β in GB/s (1e9 bytes/s) of that cost model
 //   STRAGGLAR_REDUCE_BANDWIDTH_GBPS  1/γ in GB/s: how fast a rank reduces (default: not modelled)
 //   STRAGGLAR_VERIFY          0: skip verify_or_throw on schedules entering the cache (default 1)

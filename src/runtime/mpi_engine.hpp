@@ -28,6 +28,7 @@ class MpiEngine final : public Engine {
   MpiEngine(MPI_Comm comm, const Env& e);
   Transport& transport() override { return transport_; }
   Device& device() override { return device_; }
+  CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
   int max_tag() const override { return tag_ub_; }
   const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
   bool writes_may_be_pending() const override { return transport_.abandoned_receives(); }

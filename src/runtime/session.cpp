@@ -268,15 +268,17 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
       ensure_scratch(Executor::scratch_bytes(*cfg.plan, count, dtype));
     }
     if (info.kind == AlgorithmKind::automatic) {
-      cost = cost_fingerprint(o.cost.value_or(env().cost));
+      // auto's cost model: the user's, else this engine's default (auto_cost_model.hpp).
+      const Options ao = with_auto_cost(o, engine_);
+      cost = cost_fingerprint(*ao.cost);
       if (nranks_ > 1 && count > 0) {
-        if (auto_runs_native(o, nranks_, bytes)) {
+        if (auto_runs_native(ao, nranks_, bytes)) {
           cfg.auto_native = true;
           cfg.algorithm = Algorithm::native;
           engine_.reserve_native(bytes);
         } else {
           AutoCall host(*this, nullptr, nullptr, 0, dtype, op);
-          cfg.automatic = std::make_shared<AutoRunner>(engine_, api_, rank_, nranks_, count, dtype, o, host);
+          cfg.automatic = std::make_shared<AutoRunner>(engine_, api_, rank_, nranks_, count, dtype, ao, host);
         }
       }
     }

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/auto_cost_model.hpp"
 #include "runtime/auto_runner.hpp"
 #include "runtime/device.hpp"
 #include "runtime/executor.hpp"
@@ -91,6 +92,11 @@ class Engine {
   // Called when an auto configuration is created: size every buffer the exchange will use, so
   // that later calls allocate nothing.
   virtual void reserve_exchange(std::size_t values) { exchanged_.reserve(values); }
+  // The cost model auto decides with when the user gave none (Options::cost, STRAGGLAR_*): its
+  // small-message gate, exchange cadence and predictions (auto_cost_model.hpp). The default,
+  // env().cost, is the GPU model; host engines return host_engine_auto_cost_model(). The same
+  // on every rank (every rank has the same engine); agreed with each auto configuration.
+  virtual CostModel auto_cost_model() const { return env().cost; }
 
  private:
   // The defaults' state: host times of calls not taken yet, and the exchange's result.

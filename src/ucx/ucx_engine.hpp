@@ -33,6 +33,7 @@ class UcxEngine final : public Engine {
 
   Transport& transport() override { return *transport_; }
   Device& device() override { return device_; }
+  CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
   // The agreement's messages use kAgreementTag; configurations take tags below it.
   int max_tag() const override { return kAgreementTag - 1; }
   // The transport's own timeout (UcxTransport::set_timeout, which the front-end keeps equal to

@@ -405,6 +405,63 @@ TEST(Session, AutoNamesTheLateRankAndEveryRankRunsTheSameChoice) {
   }
 }
 
+// ---- algorithm = auto: the small-message gate takes the engine's cost model -----------------------
+// 1 MiB on 8 ranks: under the host model (α = 20 µs, 1.7 GB/s; crossover ≈ 217 KiB) StragglAR
+// can win, so auto runs its policy; under the GPU model (CostModel{}: α = 3 µs, 450 GiB/s;
+// crossover ≈ 9 MiB) no schedule can, so auto goes straight to native. Every rank decides alike.
+TEST(Session, AutoSmallMessageGateFollowsTheEnginesCostModelOnEveryRank) {
+  const int n = 8;
+  const std::size_t count = (std::size_t{1} << 20) / sizeof(float);
+  Options o;
+  o.algorithm = Algorithm::automatic;
+  Options cpu = o, gpu = o;
+  cpu.cost = detail::host_shared_memory_cost_model();
+  gpu.cost = CostModel{};
+  EXPECT_FALSE(detail::auto_runs_native(cpu, n, count * sizeof(float)));
+  EXPECT_TRUE(detail::auto_runs_native(gpu, n, count * sizeof(float)));
+
+  // Through the session: with no Options::cost the ThreadEngine (a host engine) supplies auto's
+  // model; Options::cost = the GPU model sends the same size to native. A session each (the
+  // cost model is agreed with a configuration, not part of its key).
+  struct Seen {
+    CostModel engine_model;
+    bool policy = false;  // an auto policy was made (StragglerReport::active)
+    Algorithm ran = Algorithm::automatic;
+    int native_calls = 0;
+  };
+  for (const Options* opts : {&o, &gpu}) {
+    std::vector<Seen> seen(n);
+    const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+      Seen& mine = seen[static_cast<std::size_t>(r)];
+      mine.engine_model = e.auto_cost_model();
+      std::vector<float> buf(count, static_cast<float>(r + 1));
+      s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, *opts);
+      for (std::size_t i = 0; i < count; i += 4099) ASSERT_EQ(buf[i], static_cast<float>(n * (n + 1) / 2));
+      mine.policy = s.auto_report().active;
+      mine.ran = s.last_choice().algorithm;
+      mine.native_calls = e.native_calls;
+    });
+    for (const std::string& e : errors) ASSERT_EQ(e, "");
+    const bool user_model = detail::env().cost_from_env;  // STRAGGLAR_* set: the engine defers to it
+    for (int r = 0; r < n; ++r) {
+      const Seen& mine = seen[static_cast<std::size_t>(r)];
+      const CostModel want = user_model ? detail::env().cost : detail::host_shared_memory_cost_model();
+      EXPECT_EQ(mine.engine_model.alpha_s, want.alpha_s) << "rank " << r;
+      EXPECT_EQ(mine.engine_model.beta_s_per_byte, want.beta_s_per_byte) << "rank " << r;
+      EXPECT_EQ(mine.engine_model.gamma_s_per_byte, want.gamma_s_per_byte) << "rank " << r;
+      EXPECT_EQ(mine.policy, seen[0].policy) << "rank " << r;
+      EXPECT_EQ(mine.ran, seen[0].ran) << "rank " << r;
+      if (opts == &gpu) {
+        EXPECT_FALSE(mine.policy) << "rank " << r << ": the GPU model makes no policy at 1 MiB, n = 8";
+        EXPECT_EQ(mine.ran, Algorithm::native) << "rank " << r;
+        EXPECT_EQ(mine.native_calls, 1) << "rank " << r;
+      } else if (!user_model) {
+        EXPECT_TRUE(mine.policy) << "rank " << r << ": the host model runs auto's policy at 1 MiB, n = 8";
+      }
+    }
+  }
+}
+
 // ---- the agreement over a bare transport (engines without a collective: UCX) -----------------------
 TEST(TransportAgreement, EveryRankGetsTheElementwiseMaxForAnyN) {
   for (int n = 1; n <= 9; ++n) {

@@ -57,6 +57,7 @@ class ThreadEngine final : public detail::Engine {
   ThreadEngine(ThreadJob& job, int rank) : job_(job), rank_(rank), transport_(job.hub, rank) {}
   Transport& transport() override { return transport_; }
   Device& device() override { return device_; }
+  CostModel auto_cost_model() const override { return detail::host_engine_auto_cost_model(); }  // a host engine
   int tag() const { return transport_.tag(); }
 
   void agree_max(std::span<std::int64_t> values, double) override {

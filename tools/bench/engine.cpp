@@ -400,7 +400,10 @@ Row Bench::run_row(const Entry& entry, std::size_t bytes, const std::optional<Co
     const bool schedule = info.kind == AlgorithmKind::schedule;
     // K: what the entry runs; auto: the K of its StragglAR candidate.
     Options k = o;
-    if (info.kind == AlgorithmKind::automatic) k.algorithm = Algorithm::stragglar;
+    if (info.kind == AlgorithmKind::automatic) {
+      k.algorithm = Algorithm::stragglar;
+      if (!k.cost) k.cost = b_.auto_cost_model();  // auto's candidates take K from its model
+    }
     row.pipeline = resolve_pipeline(k, g_n, row.bytes);
     prepare(row.count);
     const bool loose = o.algorithm == Algorithm::native && op_ == ReduceOp::avg && unit_roundoff(t_) > 0;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../bench_flags.hpp"
+#include "runtime/auto_cost_model.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/straggler_policy.hpp"
 #include "stragglar/options.hpp"
@@ -43,6 +44,9 @@ class Backend {
   virtual ~Backend() = default;
   // Names the transport in the header line and the JSON ("MPI", "NCCL over loopback sockets, ...").
   virtual std::string transport() const = 0;
+  // The cost model auto decides with when none is given (its engine's, Engine::auto_cost_model):
+  // for the K column of auto's StragglAR candidate. GPU backends: the GPU default.
+  virtual CostModel auto_cost_model() const { return detail::env().cost; }
   // Two buffers of `bytes` each: `work`, on which every allreduce runs in place, and `input`,
   // which resets it before each iteration.
   virtual void allocate(std::size_t bytes) = 0;
@@ -81,6 +85,7 @@ class Backend {
 // receive into work()).
 class HostBackend : public Backend {
  public:
+  CostModel auto_cost_model() const override { return detail::host_engine_auto_cost_model(); }
   void allocate(std::size_t bytes) override;
   void upload_input(const void* host, std::size_t bytes) override;
   void upload_work(const void* host, std::size_t bytes) override;
