@@ -61,7 +61,7 @@ std::optional<DataType> basic_type(MPI_Datatype type) {
   return std::nullopt;
 }
 
-std::optional<Signature> signature_of(int count, MPI_Datatype type) {
+std::optional<Signature> signature_of(long long count, MPI_Datatype type) {
   if (count < 0) return std::nullopt;  // MPI reports the error
   if (const std::optional<DataType> t = basic_type(type)) return Signature{*t, static_cast<std::size_t>(count)};
   return std::nullopt;

@@ -28,7 +28,7 @@ std::optional<DataType> basic_type(MPI_Datatype type);
 
 // `count` elements of `type` as stragglar sees them; nullopt for a type we do not reduce
 // (derived, unsigned, complex, logical, pair types, ...) or a negative count.
-std::optional<Signature> signature_of(int count, MPI_Datatype type);
+std::optional<Signature> signature_of(long long count, MPI_Datatype type);
 
 // MPI_SUM/PROD/MIN/MAX; nullopt for every other op (MAXLOC, logical and bitwise ops, user ops).
 std::optional<ReduceOp> reduce_op(MPI_Op op);

@@ -25,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "pmpi/mpi_signature.hpp"
@@ -212,10 +213,18 @@ void announce(MPI_Comm comm, const Settings& s, const char* pass_reason) {
                s.min_bytes, to_string(s.options.algorithm));
 }
 
+// PMPI_Allreduce, or PMPI_Allreduce_c for the MPI-4 large-count form (MPICH 4 has it, and
+// mpi4py calls it there).
 int pass(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   bump(g_passed);
   return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 }
+#if MPI_VERSION >= 4
+int pass(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  bump(g_passed);
+  return PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
+}
+#endif
 
 // Why every call on `comm` passes through, or nullptr when calls on it can be served.
 const char* comm_pass_reason(MPI_Comm comm) {
@@ -227,8 +236,15 @@ const char* comm_pass_reason(MPI_Comm comm) {
   return nullptr;
 }
 
-int allreduce_or_pass(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  if (t_inside) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+// Count: int (MPI_Allreduce) or MPI_Count (MPI_Allreduce_c).
+template <class Count>
+int allreduce_or_pass(const void* sendbuf, void* recvbuf, Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  if (t_inside) {  // not counted: the runtime's own call
+    if constexpr (std::is_same_v<Count, int>) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+#if MPI_VERSION >= 4
+    else return PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
+#endif
+  }
   const Settings& s = settings();
   // The small-message path first, before any lookup: no type we serve is wider than 8 bytes.
   if (static_cast<std::size_t>(count) * 8 < s.min_bytes && !s.debug && !s.error)
@@ -238,7 +254,7 @@ int allreduce_or_pass(const void* sendbuf, void* recvbuf, int count, MPI_Datatyp
   if (s.debug) announce(comm, s, comm_pass_reason(comm));
   const std::optional<ReduceOp> rop = reduce_op(op);
   if (!rop) return pass(sendbuf, recvbuf, count, type, op, comm);
-  const std::optional<Signature> sig = signature_of(count, type);
+  const std::optional<Signature> sig = signature_of(static_cast<long long>(count), type);
   if (!sig || sig->elements == 0 || sig->elements * size_of(sig->dtype) < s.min_bytes)
     return pass(sendbuf, recvbuf, count, type, op, comm);
   if (comm_pass_reason(comm)) return pass(sendbuf, recvbuf, count, type, op, comm);
@@ -268,6 +284,13 @@ extern "C" {
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   return stragglar::pmpi::allreduce_or_pass(sendbuf, recvbuf, count, datatype, op, comm);
 }
+
+#if MPI_VERSION >= 4
+int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                    MPI_Comm comm) {
+  return stragglar::pmpi::allreduce_or_pass(sendbuf, recvbuf, count, datatype, op, comm);
+}
+#endif
 
 // How many MPI_Allreduce calls went through stragglar and how many passed through, in this
 // process (for tests and tools; found with dlsym, the program needs no header).
