@@ -574,9 +574,9 @@ struct UcxTransport::Impl {
         fail(ErrorCode::RemoteError, "UcxTransport (" + who() + "): rank " + std::to_string(p.peer) +
                                          " gave up on this call (it timed out, lost a peer or was called "
                                          "with different arguments; its own error says which)");
-      // Only on this host, where one shared-memory lane carries all of a peer's messages in
-      // order; across hosts UCX may spread them over several lanes.
-      if (!peers[static_cast<std::size_t>(p.peer)].watch_process) continue;
+      // Only on this host (this process included), where one lane carries all of a peer's
+      // messages in order; across hosts UCX may spread them over several lanes.
+      if (p.peer != rank && !peers[static_cast<std::size_t>(p.peer)].watch_process) continue;
       if (ucp_tag_probe_nb(worker, make_tag(0, p.peer), kSourceMask, 0, &info) == nullptr) continue;
       const int other = static_cast<int>(info.sender_tag >> 32);
       if (other == tag) continue;  // a later round of this call: the peer is ahead, not elsewhere
