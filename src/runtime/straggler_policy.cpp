@@ -15,6 +15,7 @@
 #include "runtime/straggler_policy.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -66,6 +67,12 @@ void check_fraction(double v, const char* name, double hi, const char* expected)
 }
 
 }  // namespace
+
+namespace {
+std::atomic<std::int64_t> g_late_sets_learned{0};
+}  // namespace
+
+std::int64_t late_sets_learned_in_process() noexcept { return g_late_sets_learned.load(std::memory_order_relaxed); }
 
 std::string to_string(const Choice& c) {
   std::string s = stragglar::to_string(c.algorithm);
@@ -632,6 +639,7 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       late_set_ = find_set(set);
       if (late_set_ < 0 && late_sets_.size() < static_cast<std::size_t>(config_.max_late_sets)) {
         late_sets_.emplace_back(set.begin(), set.end());  // learning a set allocates, once per set
+        g_late_sets_learned.fetch_add(1, std::memory_order_relaxed);
         late_set_ = static_cast<int>(late_sets_.size()) - 1;
       }
     }
