@@ -27,7 +27,8 @@ struct Options {
   // Several ranks late together (issue #23, a slow node): stragglar-k's late set (distinct
   // ranks, at most n/2, any order; empty: {straggler}). A set of one is the straggler for every
   // algorithm; stragglar and broadcast refuse a larger one; ring, rhd, allpairs, native and auto
-  // ignore it (auto does not learn or use a set yet). hierarchical takes one host's ranks.
+  // ignore it (auto learns the late set itself: docs/auto.md "Several late ranks").
+  // hierarchical takes one host's ranks.
   std::vector<int> stragglers;
   int pipeline = kPipelineAuto;  // StragglAR chunks per rank K in [1, kMaxPipeline]; 0 = the cost model
   // Cost model for pipeline == kPipelineAuto and for auto; nullopt = STRAGGLAR_ALPHA_US /
@@ -43,6 +44,8 @@ struct StragglerReport {
   Algorithm algorithm = Algorithm::automatic;  // the decided choice (exploration calls aside)
   int straggler = -1;                          // the rank it treats as late, -1: none
   int late_rank = -1;                          // the rank late in most calls of the last window, -1: none
+  std::vector<int> late_set;                   // the set of 2+ ranks late together auto learned (told to
+                                               // stragglar-k / hierarchical), ascending; empty: none
   double delay_s = 0;                          // that rank's median delay in that window
   std::vector<double> scores;                  // per rank, in [0, 1]: how late it came (1: latest)
   std::int64_t calls = 0;                      // auto calls so far

@@ -33,22 +33,38 @@ class PredictionCache {
 
  private:
   struct Curve {
-    Choice choice;
+    Choice choice;          // its `late` points into `late` below
+    std::vector<int> late;  // stragglar-k / hierarchical: the set simulated late
     double at_zero;      // exposed time when the straggler is not late
     double at_infinity;  // exposed time when it is later than everything that can run without it
   };
   // Keyed by algorithm: a schedule for another straggler is a relabelling, with the same times.
+  // A late set (issue #23): by its size on one link class (relabelling again), by the set itself
+  // when the cost model has hosts (where the set sits changes the links it uses).
   const Curve& curve_of(const Choice& c) {
+    const bool by_set = base_.cost->ranks_per_host > 0;
     for (const Curve& curve : curves_)
-      if (curve.choice.algorithm == c.algorithm) return curve;
+      if (curve.choice.algorithm == c.algorithm && curve.late.size() == c.late.size() &&
+          (!by_set || std::equal(c.late.begin(), c.late.end(), curve.late.begin())))
+        return curve;
     Options x = base_;
     x.algorithm = c.algorithm;
     x.straggler = c.straggler;
+    x.stragglers.assign(c.late.begin(), c.late.end());
+    if (!x.stragglers.empty()) x.straggler = -1;
     const std::shared_ptr<const Schedule> s = schedule_for(x, n_, bytes_);
     Delay none, late;
     late.seconds = 1e4;  // far beyond any phase: the asymptote (double keeps ~1e-12 s here)
-    curves_.push_back({c, simulate(*s, bytes_, *base_.cost, none).exposed_s,
-                       simulate(*s, bytes_, *base_.cost, late).exposed_s});
+    Curve curve{c, x.stragglers, 0, 0};
+    if (x.stragglers.empty()) {
+      curve.at_zero = simulate(*s, bytes_, *base_.cost, none).exposed_s;
+      curve.at_infinity = simulate(*s, bytes_, *base_.cost, late).exposed_s;
+    } else {
+      curve.at_zero = simulate(*s, bytes_, *base_.cost, none, x.stragglers).exposed_s;
+      curve.at_infinity = simulate(*s, bytes_, *base_.cost, late, x.stragglers).exposed_s;
+    }
+    curves_.push_back(std::move(curve));
+    curves_.back().choice.late = curves_.back().late;
     return curves_.back();
   }
   Options base_;
@@ -109,6 +125,9 @@ StragglerPolicy make_policy(Engine& engine, int nranks, std::size_t bytes, const
   pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
   pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
   pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
+  // Hosts, for hierarchical (issue #23): only what the cost model says (CostModel::ranks_per_host,
+  // the option); the runtime does not ask the launcher which ranks share a host.
+  pc.ranks_per_host = base.cost->ranks_per_host;
   auto model = std::make_shared<PredictionCache>(base, nranks, bytes);
   pc.exchange_every = calls_per_exchange(*model, nranks, *base.cost, pc.period, engine.measurement_lag());
   return StragglerPolicy(std::move(pc), [model](const Choice& c, double delay_s) { return (*model)(c, delay_s); });
@@ -130,7 +149,9 @@ AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, st
   for (Algorithm alg : policy_.config().candidates) {
     const AlgorithmInfo& info = algorithm_info(alg);
     if (alg == Algorithm::native) engine_.reserve_native(bytes);
-    if (!info.uses_straggler) {
+    if (uses_late_set(alg)) {
+      // Built when a late set is learned (AutoRunner::finish_exchange), after the exchange.
+    } else if (!info.uses_straggler) {
       (void)plan_for(host, Choice{alg, -1});
     } else if (nranks_ <= kPrebuiltStragglers) {
       for (int s = 0; s < nranks_; ++s) (void)plan_for(host, Choice{alg, s});
@@ -162,7 +183,7 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s) {
   engine_.time_end();
   ++untaken_;
   const int lag = engine_.measurement_lag();
-  if (in_flight_ && ++in_flight_age_ >= lag) finish_exchange(timeout_s);
+  if (in_flight_ && ++in_flight_age_ >= lag) finish_exchange(host, timeout_s);
   while (untaken_ > lag) {
     policy_.record(engine_.take_time());
     --untaken_;
@@ -171,18 +192,35 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s) {
       engine_.exchange_begin(exchange_, timeout_s);  // after the data phase: everyone is here
       in_flight_ = true;
       in_flight_age_ = 0;
-      if (lag == 0) finish_exchange(timeout_s);
+      if (lag == 0) finish_exchange(host, timeout_s);
     }
   }
   return c;
 }
 
-void AutoRunner::finish_exchange(double timeout_s) {
+void AutoRunner::finish_exchange(AutoHost& host, double timeout_s) {
   engine_.exchange_end(exchange_, timeout_s);
   in_flight_ = false;
+  const std::span<const int> known_set = policy_.target_set();
   if (policy_.decide(exchange_) && env().debug_info && rank_ == 0)
     std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, count_,
                  to_string(dtype_), to_string(policy_.incumbent()).c_str(), policy_.last_switch_evidence().c_str());
+  // A late set just learned (issue #23): the plans of the candidates told it, now, outside the
+  // timed data phase (at most max_late_sets sets per configuration; a set seen before is kept).
+  if (policy_.target_set().data() != known_set.data())
+    for (Algorithm alg : policy_.config().candidates)
+      if (uses_late_set(alg)) {
+        const Choice c{alg, -1, policy_.target_set()};
+        if (alg != Algorithm::hierarchical || hierarchical_fits(c.late))
+          (void)plan_for(host, c);
+      }
+}
+
+// hierarchical's schedule needs the set to be one whole host of the cost model's hosts.
+bool AutoRunner::hierarchical_fits(std::span<const int> set) const {
+  const int rph = policy_.config().ranks_per_host, k = static_cast<int>(set.size());
+  return rph >= 2 && k == rph && nranks_ % rph == 0 && 2 * rph <= nranks_ && set.front() % rph == 0 &&
+         set.back() == set.front() + rph - 1;
 }
 
 StragglerReport AutoRunner::report(int nranks) const {
@@ -193,6 +231,7 @@ StragglerReport AutoRunner::report(int nranks) const {
   r.algorithm = p.incumbent().algorithm;
   r.straggler = p.incumbent().straggler;
   r.late_rank = p.late_rank();
+  r.late_set.assign(p.target_set().begin(), p.target_set().end());
   r.delay_s = p.delay_s();
   if (p.scores().size() == r.scores.size()) r.scores = p.scores();
   r.calls = p.calls_begun();

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "runtime/straggler_policy.hpp"
@@ -54,7 +55,8 @@ class AutoRunner {
 
  private:
   const Plan* plan_for(AutoHost& host, const Choice& c);
-  void finish_exchange(double timeout_s);
+  void finish_exchange(AutoHost& host, double timeout_s);
+  bool hierarchical_fits(std::span<const int> set) const;
 
   Engine& engine_;
   const char* api_;

@@ -134,9 +134,10 @@ class Session::AutoCall final : public AutoHost {
     Options x = base;
     x.algorithm = c.algorithm;
     x.straggler = c.straggler;
+    x.stragglers.assign(c.late.begin(), c.late.end());  // stragglar-k / hierarchical: the learned set
     const std::size_t bytes = count * size_of(dtype);
-    const ScheduleKey key{c.algorithm, s_.nranks_, info.uses_straggler ? c.straggler : -1,
-                          resolve_pipeline(x, s_.nranks_, bytes)};
+    const ScheduleKey key{c.algorithm, s_.nranks_, info.uses_straggler && c.late.empty() ? c.straggler : -1,
+                          resolve_pipeline(x, s_.nranks_, bytes), x.stragglers};
     std::shared_ptr<const Plan> plan = cached_plan(key, s_.rank_, env().verify);
     s_.ensure_scratch(Executor::scratch_bytes(*plan, count, dtype));
     return plan;

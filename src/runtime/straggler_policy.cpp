@@ -15,6 +15,7 @@
 #include "runtime/straggler_policy.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -67,9 +68,23 @@ void check_fraction(double v, const char* name, double hi, const char* expected)
 
 }  // namespace
 
+namespace {
+std::atomic<std::int64_t> g_late_sets_learned{0};
+}  // namespace
+
+std::int64_t late_sets_learned_in_process() noexcept { return g_late_sets_learned.load(std::memory_order_relaxed); }
+
 std::string to_string(const Choice& c) {
   std::string s = stragglar::to_string(c.algorithm);
   if (c.straggler >= 0) s += "(straggler " + std::to_string(c.straggler) + ")";
+  if (!c.late.empty()) {
+    s += "(late ";
+    for (std::size_t i = 0; i < c.late.size(); ++i) {
+      if (i) s += ',';
+      s += std::to_string(c.late[i]);
+    }
+    s += ')';
+  }
   return s;
 }
 
@@ -92,6 +107,9 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   check_fraction(c.fresh_tolerance, "fresh_tolerance", 1, "a fraction in [0, 1)");
   check_fraction(c.min_delay_fraction, "min_delay_fraction", 1, "a fraction in [0, 1)");
   check_fraction(c.noise_prior, "noise_prior", 1, "a fraction in [0, 1)");
+  check_int(c.ranks_per_host >= 0 && c.ranks_per_host <= c.nranks, "ranks_per_host", c.ranks_per_host,
+            "0 (hosts unknown) to nranks");
+  check_int(c.max_late_sets >= 1 && c.max_late_sets <= 64, "max_late_sets", c.max_late_sets, "1 to 64 learned sets");
   check_fraction(c.min_delay_s, "min_delay_s", std::numeric_limits<double>::infinity(), "seconds >= 0");
   require(!c.candidates.empty(), "straggler policy: the candidate list is empty, expected at least one of " +
                                      algorithm_names());
@@ -105,7 +123,7 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
     for (std::size_t j = 0; j < i; ++j)
       require(c.candidates[j] != a,
               std::string("straggler policy: candidate '") + info.name + "' is listed twice, expected each once");
-    cands_.push_back({a, info.uses_straggler, {}});
+    cands_.push_back({a, info.uses_straggler, uses_late_set(a), {}});
     cands_.back().samples.reserve(static_cast<std::size_t>(c.history));
   }
   // Every buffer at its final size now: deciding makes no heap allocation later (the runtime
@@ -121,6 +139,15 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   count_.reserve(N);
   score_.reserve(N);
   needs_.reserve(K);
+  // Late sets (issue #23): P recent calls of up to n/2 ranks each, learned sets of up to n/2.
+  const std::size_t half = std::max<std::size_t>(1, N / 2);
+  recent_set_ranks_.resize(P * half);
+  recent_set_size_.assign(P, 0);
+  recent_set_gap_.assign(P, 0.0);
+  late_sets_.reserve(static_cast<std::size_t>(c.max_late_sets));
+  set_order_.reserve(N);
+  window_set_slot_.reserve(P);
+  set_gaps_.reserve(P);
   plan_.reserve(K + P + 1);
   check_int(c.initial_straggler >= -1 && c.initial_straggler < c.nranks, "initial_straggler", c.initial_straggler,
             "a rank in [0, nranks) or -1");
@@ -147,9 +174,10 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   // by the model: the first call measures it (the core's first call, which pays first-use costs
   // anyway), so that it is kept or ruled out by what it costs on this host, not explored later.
   for (std::size_t k = 0; k < cands_.size(); ++k) {
+    if (cands_[k].uses_straggler) continue;
     const Choice ch = choice_of(static_cast<int>(k));
     const double own = predict_(ch, 0.0);
-    if (!(std::isfinite(own) && own > 0) && !cands_[k].uses_straggler && static_cast<int>(k) != incumbent_) {
+    if (!(std::isfinite(own) && own > 0) && static_cast<int>(k) != incumbent_) {
       plan_.push_back(static_cast<int>(k));
       break;
     }
@@ -159,10 +187,74 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
 
 Choice StragglerPolicy::choice_of(int candidate) const {
   const Candidate& c = cands_[static_cast<std::size_t>(candidate)];
-  return {c.algorithm, c.uses_straggler ? target_ : -1};
+  if (c.uses_set) return {c.algorithm, -1, set_span(target_set_)};
+  return {c.algorithm, c.uses_straggler ? target_ : -1, {}};
+}
+
+bool StragglerPolicy::available(int candidate) const {
+  const Candidate& c = cands_[static_cast<std::size_t>(candidate)];
+  if (!c.uses_set) return true;
+  if (target_set_ < 0) return false;  // no set of 2+ late ranks has persisted yet
+  const std::span<const int> set = set_span(target_set_);
+  if (c.algorithm == Algorithm::hierarchical) {
+    // Its schedule reduces inside hosts of k ranks: the set must be one whole host, and hosts
+    // must be known (docs/auto.md "Several late ranks").
+    const int rph = config_.ranks_per_host, k = static_cast<int>(set.size());
+    if (rph < 2 || k != rph || config_.nranks % rph != 0 || 2 * rph > config_.nranks || set.front() % rph != 0 ||
+        set.back() != set.front() + rph - 1)
+      return false;
+  }
+  const double p = predict_(choice_of(candidate), 0.0);  // a model for it (the core's always has one)
+  return std::isfinite(p) && p > 0;
+}
+
+int StragglerPolicy::find_set(std::span<const int> set) const {
+  for (std::size_t i = 0; i < late_sets_.size(); ++i)
+    if (std::equal(set.begin(), set.end(), late_sets_[i].begin(), late_sets_[i].end())) return static_cast<int>(i);
+  return -1;
+}
+
+bool StragglerPolicy::same_set(std::size_t slot, std::span<const int> set) const {
+  const std::size_t half = recent_set_ranks_.size() / static_cast<std::size_t>(config_.period);
+  const auto size = static_cast<std::size_t>(recent_set_size_[slot]);
+  const auto* first = recent_set_ranks_.data() + slot * half;
+  return size >= 2 && std::equal(first, first + size, set.begin(), set.end());
+}
+
+// A call's late set (issue #23: a slow node, its ranks late together). Ranks sorted by in-call
+// time, shortest first (= latest arrival first): the set is the j ranks before the largest gap
+// between neighbours, j in [1, n/2] — when that j is at least 2 and the gap is significant (the
+// same rule as for one late rank). Written, ascending, into recent-set slot `slot`.
+int StragglerPolicy::call_late_set(std::span<const std::int64_t> all, int call, double exposed_s, std::size_t slot,
+                                   double& gap_s) {
+  const int n = config_.nranks, S = slots_per_rank(), half = n / 2;
+  const auto at = [&](int r) { return all[static_cast<std::size_t>(r * S + call)]; };
+  gap_s = 0;
+  recent_set_size_[slot] = 0;
+  if (half < 2) return 0;
+  set_order_.resize(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) set_order_[static_cast<std::size_t>(r)] = r;
+  std::partial_sort(set_order_.begin(), set_order_.begin() + half + 1, set_order_.end(),
+                    [&](int a, int b) { return at(a) != at(b) ? at(a) < at(b) : a < b; });
+  int best_j = 0;
+  std::int64_t best_gap = -1;
+  for (int j = 1; j <= half; ++j) {
+    const std::int64_t g = at(set_order_[static_cast<std::size_t>(j)]) - at(set_order_[static_cast<std::size_t>(j - 1)]);
+    if (g > best_gap) best_gap = g, best_j = j;  // ties: the smallest set
+  }
+  const double g = static_cast<double>(best_gap) * 1e-9;
+  if (best_j < 2 || !(g > 0 && g >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed_s))) return 0;
+  const std::size_t stride = recent_set_ranks_.size() / static_cast<std::size_t>(config_.period);
+  int* out = recent_set_ranks_.data() + slot * stride;
+  std::copy(set_order_.begin(), set_order_.begin() + best_j, out);
+  std::sort(out, out + best_j);
+  recent_set_size_[slot] = best_j;
+  gap_s = g;
+  return best_j;
 }
 
 double StragglerPolicy::predict(const Choice& c, double delay_s) const {
+  if (uses_late_set(c.algorithm) && c.late.empty()) return kNaN;  // no set learned: nothing to run
   const double v = predict_(c, delay_s);
   if (std::isfinite(v) && v > 0) return v;
   // No prediction (native: the engine's own AllReduce has no schedule to simulate). It is a
@@ -195,7 +287,7 @@ Choice StragglerPolicy::begin_call() {
   // Budgets count calls run, not planned: a plan replaced within a block (a switch) ran less.
   if (exploring) ++cands_[static_cast<std::size_t>(cand)].burst_calls;
   const Choice c = choice_of(cand);
-  slot(begun_) = {cand, c.straggler, -1};
+  slot(begun_) = {cand, c.straggler, cands_[static_cast<std::size_t>(cand)].uses_set ? target_set_ : -1, -1};
   ++begun_;
   update_next();
   return c;
@@ -230,6 +322,8 @@ std::uint64_t StragglerPolicy::window_digest(std::int64_t first_call) const {
     const Ran& r = slot(first_call + j);
     mix(static_cast<int>(cands_[static_cast<std::size_t>(r.candidate)].algorithm));
     mix(r.straggler);
+    mix(r.set);
+    for (int x : set_span(r.set)) mix(x);
   }
   return h & 0x3fffffffffffffffull;  // non-negative: -1 marks "no contribution"
 }
@@ -251,7 +345,8 @@ void StragglerPolicy::fill_exchange(std::span<std::int64_t> all, int rank) {
   filled_ += window_;
 }
 
-void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, double persistence) {
+void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, double persistence, double delay_set_s,
+                                   double set_persistence) {
   const std::int64_t window = decided_ / config_.period;
   std::vector<double>& all_values = values_;
   for (std::size_t k = 0; k < cands_.size(); ++k) {
@@ -261,7 +356,18 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
     // is in fact the last to arrive (the fraction `persistence` of recent calls): its model is
     // the mixture. A straggler late in one call of three is worth little; one that is late in
     // every call, all of the overlap.
-    if (c.uses_straggler) {
+    if (c.uses_set && !available(static_cast<int>(k))) {  // no late set (or not a host): not a candidate now
+      e.predicted = e.value = kNaN;
+      e.fresh = 0;
+      e.measured = false;
+      e.fresh_values.clear();
+      continue;
+    }
+    if (c.uses_set) {  // the same mixture, over the calls in which the target set was late together
+      const Choice ch = choice_of(static_cast<int>(k));
+      e.predicted = set_persistence >= 1 ? predict(ch, delay_set_s)
+                                         : set_persistence * predict(ch, delay_set_s) + (1 - set_persistence) * predict(ch, 0.0);
+    } else if (c.uses_straggler) {
       const Choice ch = choice_of(static_cast<int>(k));
       e.predicted = persistence >= 1 ? predict(ch, delay_target_s)
                                      : persistence * predict(ch, delay_target_s) + (1 - persistence) * predict(ch, 0.0);
@@ -339,7 +445,7 @@ void StragglerPolicy::plan_exploration(int best) {
   std::vector<Need>& needs = needs_;
   needs.clear();
   for (std::size_t k = 0; k < cands_.size(); ++k) {
-    if (static_cast<int>(k) == incumbent_) continue;
+    if (static_cast<int>(k) == incumbent_ || !available(static_cast<int>(k))) continue;
     const Estimate& e = est_[k];
     Candidate& c = cands_[k];
     if (window - c.burst_start >= config_.refresh_windows) c.burst_start = window, c.burst_calls = 0;
@@ -353,6 +459,12 @@ void StragglerPolicy::plan_exploration(int best) {
     else if ((have == 0 && std::isfinite(e.predicted) ? e.predicted <= model_band : e.value <= band) && e.fresh == 0)
       calls = std::min(1, config_.min_samples - c.burst_calls);  // one call: more only if it looks faster (below)
     const Estimate& inc = est_[static_cast<std::size_t>(incumbent_)];
+    // One fresh measurement that contradicts a model gain beyond the model's error (a slow
+    // outlier, the noise here being slow calls) is measured once more before it rules the
+    // candidate out (issue #23: stragglar-k met an outlier in its single probe).
+    if (calls <= 0 && e.fresh > 0 && e.fresh < config_.min_samples && std::isfinite(e.predicted) &&
+        std::isfinite(inc.predicted) && e.predicted * (1 + config_.model_error) < inc.predicted)
+      calls = std::min(1, config_.min_samples - c.burst_calls);
     const bool looks_faster = have == 0 ? e.predicted * (1 + config_.switch_margin) < inc.predicted  // model alone
                                         : e.value * (e.measured ? 1 : 1 + config_.switch_margin) < inc.value;
     if (calls <= 0 && looks_faster)
@@ -432,6 +544,7 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   exposed.assign(static_cast<std::size_t>(W), 0.0);
   count.assign(static_cast<std::size_t>(n), 0);
   score.assign(static_cast<std::size_t>(n), 0.0);
+  window_set_slot_.assign(static_cast<std::size_t>(W), -1);
   for (int j = 0; j < W; ++j) {
     int lo = 0;
     std::int64_t min1 = at(0, j), min2 = std::numeric_limits<std::int64_t>::max(), max = at(0, j);
@@ -457,6 +570,18 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     }
     recent_late_.push_back(significant ? lo : -1);
     recent_gap_.push_back(gap[uj]);
+    // The same call's late set of 2+ ranks, in the ring of the last P calls' sets.
+    std::size_t set_slot;
+    if (recent_set_count_ < P) {
+      set_slot = static_cast<std::size_t>((recent_set_head_ + recent_set_count_++) % P);
+    } else {
+      set_slot = static_cast<std::size_t>(recent_set_head_);
+      recent_set_head_ = (recent_set_head_ + 1) % P;
+    }
+    double set_gap = 0;
+    call_late_set(all, j, exposed[uj], set_slot, set_gap);
+    recent_set_gap_[set_slot] = set_gap;
+    window_set_slot_[uj] = static_cast<int>(set_slot);
     if (max > 0)
       for (int r = 0; r < n; ++r)
         score[static_cast<std::size_t>(r)] += static_cast<double>(max - at(r, j)) / static_cast<double>(max) / W;
@@ -492,6 +617,47 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   const double delay_target = target_gap.empty() ? 0.0 : lower_median(target_gap, work_);
   const double persistence = recent ? static_cast<double>(target_gap.size()) / static_cast<double>(recent) : 0.0;
 
+  // The late set (issue #23: a slow node): the same rules as for one rank. A set of 2+ ranks
+  // late together (identical sets) in most of the last P calls and in at least two is the late
+  // set; it is learned (added to late_sets_, at most max_late_sets) and becomes the target of
+  // stragglar-k / hierarchical when the current target set is late in less than half as many
+  // calls. Random late pairs never reach a majority: they are not chased. Every input is
+  // exchanged data, so every rank learns the same sets in the same order.
+  const int old_target_set = target_set_;
+  late_set_ = -1;
+  int late_set_count = 0;
+  const auto slot_at = [&](int i) { return static_cast<std::size_t>((recent_set_head_ + i) % P); };
+  for (int i = 0; i < recent_set_count_ && late_set_count == 0; ++i) {
+    const std::size_t si = slot_at(i);
+    if (recent_set_size_[si] < 2) continue;
+    const std::size_t stride = recent_set_ranks_.size() / static_cast<std::size_t>(P);
+    const std::span<const int> set(recent_set_ranks_.data() + si * stride, static_cast<std::size_t>(recent_set_size_[si]));
+    int same = 0;
+    for (int m = 0; m < recent_set_count_; ++m) same += same_set(slot_at(m), set) ? 1 : 0;
+    if (2 * same > recent_set_count_ && same >= std::min(2, P)) {
+      late_set_count = same;
+      late_set_ = find_set(set);
+      if (late_set_ < 0 && late_sets_.size() < static_cast<std::size_t>(config_.max_late_sets)) {
+        late_sets_.emplace_back(set.begin(), set.end());  // learning a set allocates, once per set
+        g_late_sets_learned.fetch_add(1, std::memory_order_relaxed);
+        late_set_ = static_cast<int>(late_sets_.size()) - 1;
+      }
+    }
+  }
+  const auto set_count = [&](int set) {
+    int c = 0;
+    for (int m = 0; set >= 0 && m < recent_set_count_; ++m) c += same_set(slot_at(m), set_span(set)) ? 1 : 0;
+    return c;
+  };
+  if (late_set_ >= 0 && late_set_ != target_set_ && 2 * set_count(target_set_) < late_set_count) target_set_ = late_set_;
+  std::vector<double>& set_gaps = set_gaps_;
+  set_gaps.clear();
+  for (int m = 0; target_set_ >= 0 && m < recent_set_count_; ++m)
+    if (same_set(slot_at(m), set_span(target_set_))) set_gaps.push_back(recent_set_gap_[slot_at(m)]);
+  const double delay_set = set_gaps.empty() ? 0.0 : lower_median(set_gaps, work_);
+  const double set_persistence =
+      recent_set_count_ ? static_cast<double>(set_gaps.size()) / static_cast<double>(recent_set_count_) : 0.0;
+
   // Measurements of the window, each with the overlap its choice could use in that call (a
   // StragglAR call told the wrong rank overlapped nothing: delay 0).
   for (int j = 0; j < W; ++j) {
@@ -499,6 +665,16 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     Candidate& c = cands_[static_cast<std::size_t>(r.candidate)];
     const auto uj = static_cast<std::size_t>(j);
     double d = c.uses_straggler ? (late[uj] == r.straggler ? gap[uj] : 0.0) : gap[uj];
+    if (c.uses_set) {
+      // Told a set: it overlapped the gap before that set when exactly that set was late, the
+      // single gap when one rank of the set was late alone, else nothing.
+      const std::span<const int> told = set_span(r.set);
+      const int ws = window_set_slot_[uj];
+      if (ws >= 0 && same_set(static_cast<std::size_t>(ws), told))
+        d = recent_set_gap_[static_cast<std::size_t>(ws)];
+      else
+        d = std::find(told.begin(), told.end(), late[uj]) != told.end() ? gap[uj] : 0.0;
+    }
     if (first + j == 0 && config_.first_call_synchronised) {
       // Everyone had arrived: a measurement at no delay, worth keeping only for a candidate
       // that does not depend on who is late (the first call runs one without a model: native).
@@ -506,9 +682,9 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       d = 0;
     }
     if (c.samples.size() == static_cast<std::size_t>(config_.history)) c.samples.erase(c.samples.begin());
-    c.samples.push_back({exposed[uj], predict(Choice{c.algorithm, r.straggler}, d), window});
+    c.samples.push_back({exposed[uj], predict(Choice{c.algorithm, r.straggler, set_span(r.set)}, d), window});
   }
-  estimate_all(delay_s_, delay_target, persistence);
+  estimate_all(delay_s_, delay_target, persistence, delay_set, set_persistence);
 
   int best = -1;
   for (std::size_t k = 0; k < est_.size(); ++k)
@@ -569,7 +745,8 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   // Exploration is planned once per block of P calls (its budgets count blocks), and again when
   // the choice or StragglAR's straggler changed: decisions after every call do not multiply it.
   const std::int64_t next_block = (decided_ + W) / P;
-  if (switched || target_ != old_target || late_ != old_late || next_block != planned_block_) {
+  if (switched || target_ != old_target || late_ != old_late || target_set_ != old_target_set ||
+      next_block != planned_block_) {
     plan_exploration(best);
     planned_block_ = next_block;
   }
@@ -578,6 +755,8 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
 
   const bool changed = !(incumbent_choice_ == old_choice);
   if (changed && words) {
+    if (reason.empty() && target_set_ != old_target_set)
+      reason = "the late set became " + to_string(Choice{Algorithm::stragglar_k, -1, set_span(target_set_)});
     if (reason.empty()) reason = "the straggler moved from rank " + std::to_string(old_target) + " to rank " + std::to_string(target_);
     std::string e = "after call " + std::to_string(decided_ - 1) + ": " + to_string(old_choice) + " -> " +
                     to_string(incumbent_choice_) + ": " + reason + "; calls " + std::to_string(first) + ".." +
@@ -588,6 +767,9 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     else
       e += "no rank arrived last in most calls (" + std::to_string(significant) + " of the last " + std::to_string(voters) +
            " had a late rank)";
+    if (late_set_ >= 0)
+      e += "; ranks " + to_string(Choice{Algorithm::stragglar_k, -1, set_span(late_set_)}) + " arrived last together in " +
+           std::to_string(late_set_count) + " calls, " + ms(delay_set) + " after the others";
     e += ", median delay " + ms(delay_s_) + "; estimated exposed time now:";
     for (std::size_t k = 0; k < cands_.size(); ++k) {
       const Estimate& x = est_[k];

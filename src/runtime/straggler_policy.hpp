@@ -18,6 +18,7 @@
 // same calls at the same call index: record() measures the oldest begun call not yet recorded,
 // decide() consumes the oldest filled exchange.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -33,9 +34,18 @@ namespace stragglar::detail {
 struct Choice {
   Algorithm algorithm = Algorithm::ring;  // a candidate of the policy
   int straggler = -1;  // algorithms that single out a straggler (stragglar): the rank treated as late
-  bool operator==(const Choice&) const = default;
+  // stragglar-k and hierarchical (issue #23): the late set they are told, ascending. Points into
+  // the policy's table of learned sets (which never changes a set once learned), so a Choice is
+  // copied without allocating; empty for every other algorithm.
+  std::span<const int> late = {};
+  bool operator==(const Choice& o) const {
+    return algorithm == o.algorithm && straggler == o.straggler &&
+           std::equal(late.begin(), late.end(), o.late.begin(), o.late.end());
+  }
 };
-// "stragglar(straggler 7)", "rhd", "native".
+// stragglar-k and hierarchical: told a set of late ranks rather than one straggler.
+inline bool uses_late_set(Algorithm a) noexcept { return a == Algorithm::stragglar_k || a == Algorithm::hierarchical; }
+// "stragglar(straggler 7)", "stragglar-k(late 6,7)", "rhd", "native".
 std::string to_string(const Choice& c);
 
 struct PolicyConfig {
@@ -44,8 +54,18 @@ struct PolicyConfig {
   // What auto may run. Algorithms that use a straggler (stragglar, broadcast) run with the
   // detected late rank. Every engine has a native AllReduce (MPI, NCCL, Gloo; the UCX bench uses
   // MPI_Allreduce), so the core keeps this list.
+  // stragglar-k and hierarchical (issue #23) run with the learned late set, and only once a set
+  // of 2+ ranks late together has persisted (hierarchical: when that set is one host's ranks,
+  // ranks_per_host below) and the predictor has a model for them.
   std::vector<Algorithm> candidates = {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd,
-                                       Algorithm::native};
+                                       Algorithm::native, Algorithm::stragglar_k, Algorithm::hierarchical};
+  // Ranks per host, host-major (rank r on host r / ranks_per_host), when the caller knows it (the
+  // cost model's CostModel::ranks_per_host); 0: hosts unknown, and hierarchical is never a
+  // candidate (its schedule assumes the late set is one whole host).
+  int ranks_per_host = 0;
+  // Late sets learned per configuration, at most (each costs a plan per set candidate and two
+  // simulations, built once): a set beyond them is not chased (its ranks still score high).
+  int max_late_sets = 8;
   int period = 5;                 // P: calls per block: the late rank is voted over the last P calls,
                                   // exploration, refresh, dwell and staleness count blocks
   // Calls per exchange (and decision), 1..period; 0: period. 1 (the host engines' choice when an
@@ -93,6 +113,11 @@ struct PolicyConfig {
 // same value on every rank for the same arguments (same schedule, same cost model).
 using Predictor = std::function<double(const Choice&, double delay_s)>;
 
+// Late sets learned so far by every policy of this process (issue #23). Learning a set is the one
+// decision that allocates (the set, its plans and simulations, built once; at most
+// max_late_sets per configuration): the hot-path test tells those calls apart with it.
+std::int64_t late_sets_learned_in_process() noexcept;
+
 class StragglerPolicy {
  public:
   // Throws Error(InvalidUsage) naming a bad config value or a null predictor.
@@ -131,6 +156,10 @@ class StragglerPolicy {
   // Visibility.
   const Choice& incumbent() const noexcept { return incumbent_choice_; }  // decided; current() may explore
   int late_rank() const noexcept { return late_; }      // rank late in most calls of the last window, or -1
+  // The set of 2+ ranks late together in most of the last P calls (ascending), or empty; and the
+  // set stragglar-k / hierarchical are told (the last such set learned; empty before one).
+  std::span<const int> late_set() const noexcept { return set_span(late_set_); }
+  std::span<const int> target_set() const noexcept { return set_span(target_set_); }
   double delay_s() const noexcept { return delay_s_; }  // median delay of the last arrival, last P calls
   double noise() const noexcept { return noise_; }      // relative spread of measured calls
   // Per rank, mean over the last window of the fraction of the call (as seen by the first rank
@@ -151,6 +180,7 @@ class StragglerPolicy {
   struct Candidate {
     Algorithm algorithm;
     bool uses_straggler;
+    bool uses_set;  // stragglar-k, hierarchical: told target_set_
     std::vector<Sample> samples;  // oldest first, at most config.history
     std::int64_t burst_start = -1000000;  // decision that opened its current exploration budget
     int burst_calls = 0;                  // exploration calls planned since then
@@ -158,6 +188,7 @@ class StragglerPolicy {
   struct Ran {  // one begun call
     int candidate;
     int straggler;
+    int set;  // index into late_sets_ of the set it was told, -1: none
     std::int64_t ns;  // -1 until recorded
   };
   struct Estimate {
@@ -169,12 +200,22 @@ class StragglerPolicy {
   };
 
   Choice choice_of(int candidate) const;
+  std::span<const int> set_span(int set) const noexcept {
+    return set < 0 ? std::span<const int>{} : std::span<const int>(late_sets_[static_cast<std::size_t>(set)]);
+  }
+  bool available(int candidate) const;  // a set candidate: a target set it can run with
+  // The call's late set (j >= 2 ranks before the largest significant gap in arrival) into
+  // recent-call slot `slot`; returns its size (0: none) and its gap.
+  int call_late_set(std::span<const std::int64_t> all, int call, double exposed_s, std::size_t slot, double& gap_s);
+  int find_set(std::span<const int> set) const;  // index in late_sets_, -1
   Ran& slot(std::int64_t call) { return ring_[static_cast<std::size_t>(call) & (ring_.size() - 1)]; }
   const Ran& slot(std::int64_t call) const { return ring_[static_cast<std::size_t>(call) & (ring_.size() - 1)]; }
   std::uint64_t window_digest(std::int64_t first_call) const;
   double predict(const Choice& c, double delay_s) const;
   std::int64_t block() const noexcept { return decided_ / config_.period; }
-  void estimate_all(double delay_all_s, double delay_target_s, double persistence);
+  void estimate_all(double delay_all_s, double delay_target_s, double persistence, double delay_set_s,
+                    double set_persistence);
+  bool same_set(std::size_t slot, std::span<const int> set) const;
   void plan_exploration(int best);
   void update_next();
 
@@ -199,6 +240,16 @@ class StragglerPolicy {
   // The last P decided calls: late rank (-1: no significant gap), gap, oldest first.
   std::vector<int> recent_late_;
   std::vector<double> recent_gap_;
+  // The same calls' late sets of 2+ ranks (issue #23): a ring of P slots of up to n/2 ranks each,
+  // the size (0: none) and the gap before the set; recent_set_head_ is the oldest slot.
+  std::vector<int> recent_set_ranks_, recent_set_size_;
+  std::vector<double> recent_set_gap_;
+  int recent_set_head_ = 0, recent_set_count_ = 0;
+  std::vector<std::vector<int>> late_sets_;  // learned sets, never changed once added
+  int target_set_ = -1, late_set_ = -1;      // indices into late_sets_
+  std::vector<int> set_order_;               // scratch: ranks by in-call time
+  std::vector<int> window_set_slot_;         // scratch: per call of the window, its recent-set slot (-1)
+  std::vector<double> set_gaps_;             // scratch: the target set's gaps
   Choice next_, incumbent_choice_;
   std::vector<double> scores_;
   std::vector<Estimate> est_;

@@ -6,12 +6,15 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "runtime/straggler_policy.hpp"
 #include "stragglar/allreduce.hpp"
 
 namespace {
@@ -40,6 +43,20 @@ void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
+// Allocations in the counted calls: none, unless auto learned a new late set in them (issue #23:
+// a set of ranks late together, here possibly made by the scheduler of an oversubscribed host;
+// learning builds the set's plans and simulations once, at most 8 sets per configuration).
+// Returns whether the calls failed the check; prints the reason.
+bool allocations_fail(const char* what, long allocations, long sets_before, int rank, int n) {
+  long total = 0, learned = 0, mine = static_cast<long>(stragglar::detail::late_sets_learned_in_process() - sets_before);
+  MPI_Allreduce(&allocations, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &learned, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0)
+    std::printf("%-10s %ld heap allocations in the counted calls x %d ranks%s\n", what, total, n,
+                learned ? (" (allowed: " + std::to_string(learned / n) + " late set(s) learned in them)").c_str() : "");
+  return total != 0 && learned == 0;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0, n = 1;
@@ -55,10 +72,12 @@ int main(int argc, char** argv) {
       stragglar::allreduce(in_place ? out.data() : in.data(), out.data(), in.size(), stragglar::DataType::float32, op,
                            MPI_COMM_WORLD, o);
     };
+    long sets_before = 0;
     try {
       for (int i = 0; i < 2; ++i)
         for (bool in_place : {false, true})
           for (auto op : {stragglar::ReduceOp::sum, stragglar::ReduceOp::avg}) call(in_place, op);
+      sets_before = stragglar::detail::late_sets_learned_in_process();
       g_counting = true;
       for (int i = 0; i < 20; ++i)
         for (bool in_place : {false, true})
@@ -69,10 +88,36 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "[rank %d] %s: %s\n", rank, row.name, e.what());
       ++failures;
     }
-    long total = 0;
-    MPI_Allreduce(&g_allocations, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) std::printf("%-10s %ld heap allocations in 80 calls x %d ranks\n", row.name, total, n);
-    if (total != 0) ++failures;
+    if (allocations_fail(row.name, g_allocations, sets_before, rank, n)) ++failures;
+    g_allocations = 0;
+  }
+  // auto with two ranks late together (issue #23): once the set is learned (its plans built
+  // then, after an exchange), calls with the same pattern allocate nothing either.
+  if (n >= 4) {
+    stragglar::Options o;  // auto
+    const bool late = rank >= n - 2;
+    auto call = [&] {
+      if (late) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      stragglar::allreduce(in.data(), out.data(), in.size(), stragglar::DataType::float32, stragglar::ReduceOp::sum,
+                           MPI_COMM_WORLD, o);
+    };
+    long sets_before = 0;
+    try {
+      // At least 10 calls, and until the set is learned (the report is the same on every rank).
+      for (int i = 0; i < 40 && (i < 10 || stragglar::straggler_report(MPI_COMM_WORLD).late_set.empty()); ++i) call();
+      sets_before = stragglar::detail::late_sets_learned_in_process();
+      g_counting = true;
+      for (int i = 0; i < 20; ++i) call();
+      g_counting = false;
+    } catch (const std::exception& e) {
+      g_counting = false;
+      std::fprintf(stderr, "[rank %d] auto (late set): %s\n", rank, e.what());
+      ++failures;
+    }
+    const stragglar::StragglerReport rep = stragglar::straggler_report(MPI_COMM_WORLD);
+    const std::string what = "auto, ranks " + std::to_string(n - 2) + "," + std::to_string(n - 1) + " late (set of " +
+                             std::to_string(rep.late_set.size()) + " learned, " + stragglar::to_string(rep.algorithm) + "):";
+    if (allocations_fail(what.c_str(), g_allocations, sets_before, rank, n)) ++failures;
     g_allocations = 0;
   }
   int all = 0;

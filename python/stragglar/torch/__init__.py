@@ -124,7 +124,7 @@ def straggler_report(group=None, device: str = "cpu") -> dict:
 
         {"device": "cpu", "ran": True, "algorithm": "stragglar", "straggler": 7,
          "auto": {"active": False, "algorithm": None, "straggler": -1, "late_rank": -1,
-                  "delay_s": 0.0, "scores": [0.0, ...], "calls": 0, "decisions": 0}}
+                  "late_set": [], "delay_s": 0.0, "scores": [0.0, ...], "calls": 0, "decisions": 0}}
 
     "algorithm"/"straggler": the choice of the most recent call. "auto": active once an auto
     call ran; then the decided choice, the rank late in most calls of the last window, its
