@@ -22,10 +22,9 @@ namespace stragglar {
 namespace {
 
 // What a timeout left pending when its communicator was freed: auto's bounded MPI_Iallreduce (a
-// collective: MPI cannot cancel it), with the engine memory and the communicator it uses. Kept
-// until MPI_Finalize (finalize_hook), never freed under it.
+// collective: MPI cannot cancel it) and the engine memory it uses. Kept until MPI_Finalize
+// (finalize_hook), never freed under it.
 struct Orphan {
-  MPI_Comm dup = MPI_COMM_NULL;
   std::unique_ptr<detail::MpiEngine> engine;
 };
 std::mutex g_comm_mutex;
@@ -48,6 +47,7 @@ struct CommState {
   ~CommState() {
     int finalized = 0;
     MPI_Finalized(&finalized);
+    const bool broken = session && session->broken();
     session.reset();
     if (finalized) {  // nothing may call MPI any more; the handles die with the process
       (void)engine.release();
@@ -59,22 +59,25 @@ struct CommState {
     // The idup runs on the user's communicator, which is freed right after this (we are its
     // attribute's delete callback), and Open MPI's idup does not keep it alive: progressing
     // the idup afterwards, once the late rank joins, crashes (SIGSEGV in
-    // mca_pml_ob1_recv_req_start from libnbc, issue #22). So it gets longer here: 4 x the
-    // timeout (>= 4 s). A rank later still than that can crash this one's MPI (documented in
+    // mca_pml_ob1_recv_req_start from libnbc, issue #22). So it gets longer here: twice the
+    // timeout + 2 s. A rank later still than that can crash this one's MPI (documented in
     // docs/reliability.md); one that never comes cannot.
-    if (!detail::settle_request(idup, std::max(4 * detail::env().timeout_s, 4.0))) {
+    if (!detail::settle_request(idup, 2 * detail::env().timeout_s + 2.0)) {
       (void)engine.release();
       return;  // the idup's new communicator never came to exist: nothing to free
     }
+    // A failed call leaves messages in flight on our communicator (its sends, "gave up"
+    // notices). Freed, its context id goes to the next communicator Open MPI makes, and they
+    // would be matched there (the harness's --recover trials: a re-created communicator's first
+    // call received them). So a broken session's communicator is kept until MPI_Finalize.
+    if (!broken && dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
     if (!engine || engine->settle(timeout_s)) {
       engine.reset();
-      if (dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
       return;
     }
-    // auto's bounded native runs on our own communicator, which lives on: waited for again at
-    // MPI_Finalize.
+    // auto's bounded native, still pending: waited for again at MPI_Finalize.
     std::lock_guard<std::mutex> lock(g_comm_mutex);
-    g_orphans.push_back(Orphan{dup, std::move(engine)});
+    g_orphans.push_back(Orphan{std::move(engine)});
   }
 };
 
@@ -119,7 +122,6 @@ int finalize_hook(MPI_Comm, int, void*, void*) {
       continue;
     }
     o.engine.reset();
-    if (o.dup != MPI_COMM_NULL) MPI_Comm_free(&o.dup);
   }
   return MPI_SUCCESS;
 }
