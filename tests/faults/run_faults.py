@@ -202,7 +202,7 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
     failures = []
     mixed = 0
     errors, times = 0, []
-    codes = {}  # error code -> calls that raised it
+    error_codes = {}  # error code -> calls that raised it
     logs = {r: read_log(os.path.join(out, f"rank{r}.jsonl")) for r in range(t["n"])}
     victim = t["victim"]
     exits = {}
@@ -249,7 +249,7 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
                         failures.append(f"rank {r}: call {e['call']} returned with a {e['buffer']} buffer")
                 else:
                     errors += 1
-                    codes[e.get("code", "?")] = codes.get(e.get("code", "?"), 0) + 1
+                    error_codes[e.get("code", "?")] = error_codes.get(e.get("code", "?"), 0) + 1
                     own_clock_stopped = r == victim and victim_stopped
                     # The bound counts from when the fault could first be seen: a call of this
                     # size takes its normal time (seconds for 64 MiB on 8 ranks of a loaded
@@ -281,7 +281,7 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
         if not hang and rc == 0 and made and not (r == victim and relaunched) and \
                 not any(e.get("event") == "teardown" for e in ev):
             failures.append(f"rank {r}: no teardown")
-    return {"trial": t, "failures": failures, "errors": errors, "codes": codes,
+    return {"trial": t, "failures": failures, "errors": errors, "codes": error_codes,
             "max_error_s": max(times) if times else None,
             "aborts": sum("abort" in f for f in failures), "hang": hang,
             "mixed": mixed,
