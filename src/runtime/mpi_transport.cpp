@@ -136,7 +136,7 @@ void MpiTransport::exchange(std::span<const Message> sends, std::span<const Mess
   }
   std::string waiting;
   for (std::size_t i = 0; i < requests_.size(); ++i) {
-    if (requests_[i] == MPI_REQUEST_NULL) continue;
+    if (!still_pending(i)) continue;
     const std::string item = (pending_[i].is_send ? "send to rank " : "receive from rank ") + std::to_string(pending_[i].peer);
     if (waiting.find(item) != std::string::npos) continue;  // several pieces to one peer
     if (!waiting.empty()) waiting += ", ";
@@ -146,6 +146,15 @@ void MpiTransport::exchange(std::span<const Message> sends, std::span<const Mess
                                " s (STRAGGLAR_TIMEOUT_S) for: " + waiting +
                                " — that peer is later than the timeout, stopped, died, or called "
                                "with different arguments");
+}
+
+// MPI_Testall that finds some requests still pending leaves every request as it was, completed
+// ones included: ask each.
+bool MpiTransport::still_pending(std::size_t i) const {
+  if (requests_[i] == MPI_REQUEST_NULL) return false;
+  int done = 0;
+  MPI_Request_get_status(requests_[i], &done, MPI_STATUS_IGNORE);
+  return !done;
 }
 
 void MpiTransport::check_peers() {
@@ -163,7 +172,8 @@ void MpiTransport::check_peers() {
                                        "different arguments; its own error says which)");
   }
   for (std::size_t i = 0; i < requests_.size(); ++i) {
-    if (requests_[i] == MPI_REQUEST_NULL || pending_[i].is_send) continue;
+    // Only a receive not yet matched: a peer whose message came may have finished this call.
+    if (pending_[i].is_send || !still_pending(i)) continue;
     const int peer = pending_[i].peer;
     MPI_Iprobe(peer, MPI_ANY_TAG, comm_, &found, &status);
     // The same tag: a later round of this call (the peer is ahead, not elsewhere).

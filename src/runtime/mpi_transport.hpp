@@ -54,6 +54,7 @@ class MpiTransport final : public Transport {
     bool is_send;
   };
   int gave_up_tag() const { return tag_ub_; }
+  bool still_pending(std::size_t i) const;
   // Throws (through fail) when a rank gave up or a peer we wait for is in another call.
   void check_peers();
   // Cancels what this round posted, tells every peer this rank gave up, throws.
