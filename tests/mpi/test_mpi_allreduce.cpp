@@ -758,7 +758,7 @@ int main(int argc, char** argv) {
     const int victim = argc > 2 ? std::atoi(argv[2]) : g_n - 1;
     stop_peer(victim, argc > 3 ? argv[3] : "", mode == "kill");
   } else {
-    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, late, tiny_timeout, mismatch_known, stop, kill\n", mode.c_str());
+    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, late, tiny_timeout, stop, kill\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   long totals[2] = {g_failures, g_checked}, sums[2];
