@@ -21,6 +21,15 @@
 namespace stragglar {
 namespace {
 
+// What a timeout left pending when its communicator was freed: auto's bounded MPI_Iallreduce (a
+// collective: MPI cannot cancel it) and the engine memory it uses. Kept until MPI_Finalize
+// (finalize_hook), never freed under it.
+struct Orphan {
+  std::unique_ptr<detail::MpiEngine> engine;
+};
+std::mutex g_comm_mutex;
+std::vector<Orphan> g_orphans;
+
 // One per user communicator, kept as an MPI attribute.
 struct CommState {
   MPI_Comm user = MPI_COMM_NULL;
@@ -33,11 +42,12 @@ struct CommState {
   // Operations a timeout left pending must complete before their memory and their
   // communicators go: an MPI_Comm_idup still in flight at MPI_Finalize crashes Open MPI, and a
   // pending MPI_Iallreduce writes the engine's buffers. Each gets up to STRAGGLAR_TIMEOUT_S
-  // more (the late peer has usually arrived by now); whatever is still pending after that is
-  // left alone, its memory leaked rather than freed under it.
+  // more (the late peer has usually arrived by now); whatever is still pending after that
+  // on our own communicator becomes an orphan, which MPI_Finalize waits for once more.
   ~CommState() {
     int finalized = 0;
     MPI_Finalized(&finalized);
+    const bool broken = session && session->broken();
     session.reset();
     if (finalized) {  // nothing may call MPI any more; the handles die with the process
       (void)engine.release();
@@ -46,18 +56,32 @@ struct CommState {
     // At least a second even under a tiny STRAGGLAR_TIMEOUT_S: an idup every rank has posted
     // needs a few progress rounds.
     const double timeout_s = std::max(detail::env().timeout_s, 1.0);
-    bool dup_busy = !detail::settle_request(idup, timeout_s);
-    if (engine && !engine->settle(timeout_s)) {
+    // The idup runs on the user's communicator, which is freed right after this (we are its
+    // attribute's delete callback), and Open MPI's idup does not keep it alive: progressing
+    // the idup afterwards, once the late rank joins, crashes (SIGSEGV in
+    // mca_pml_ob1_recv_req_start from libnbc, issue #22). So it gets longer here: twice the
+    // timeout + 2 s. A rank later still than that can crash this one's MPI (documented in
+    // docs/reliability.md); one that never comes cannot.
+    if (!detail::settle_request(idup, 2 * detail::env().timeout_s + 2.0)) {
       (void)engine.release();
-      dup_busy = true;
+      return;  // the idup's new communicator never came to exist: nothing to free
     }
-    engine.reset();
-    if (dup != MPI_COMM_NULL && !dup_busy) MPI_Comm_free(&dup);
+    // A failed call leaves messages in flight on our communicator (its sends, "gave up"
+    // notices). Freed, its context id goes to the next communicator Open MPI makes, and they
+    // would be matched there (the harness's --recover trials: a re-created communicator's first
+    // call received them). So a broken session's communicator is kept until MPI_Finalize.
+    if (!broken && dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
+    if (!engine || engine->settle(timeout_s)) {
+      engine.reset();
+      return;
+    }
+    // auto's bounded native, still pending: waited for again at MPI_Finalize.
+    std::lock_guard<std::mutex> lock(g_comm_mutex);
+    g_orphans.push_back(Orphan{std::move(engine)});
   }
 };
 
 // ---- the communicator attribute -------------------------------------------------------------
-std::mutex g_comm_mutex;
 int g_keyval = MPI_KEYVAL_INVALID;
 int g_self_keyval = MPI_KEYVAL_INVALID;
 std::set<CommState*> g_states;
@@ -81,6 +105,24 @@ int finalize_hook(MPI_Comm, int, void*, void*) {
     for (CommState* st : g_states) states.emplace_back(st->user, st);
   }
   for (auto& [comm, st] : states) MPI_Comm_delete_attr(comm, g_keyval);
+  // Issue #22: Open MPI crashed (SIGSEGV in mca_pml_ob1_isend, from libnbc's progress) when a
+  // collective a timeout left pending was still running as MPI_Finalize tore the library down,
+  // the late peer having joined meanwhile. Every rank is in MPI_Finalize or on its way, so the
+  // late one usually joins now: wait for them, 3 x STRAGGLAR_TIMEOUT_S (>= 3 s) for all. One
+  // that a peer never joins (it went on to another call) stays pending and never moves: leaked.
+  std::vector<Orphan> orphans;
+  {
+    std::lock_guard<std::mutex> lock(g_comm_mutex);
+    orphans.swap(g_orphans);
+  }
+  const double deadline = MPI_Wtime() + std::max(3 * detail::env().timeout_s, 3.0);
+  for (Orphan& o : orphans) {
+    if (!o.engine->settle(std::max(deadline - MPI_Wtime(), 0.0))) {
+      (void)o.engine.release();
+      continue;
+    }
+    o.engine.reset();
+  }
   return MPI_SUCCESS;
 }
 

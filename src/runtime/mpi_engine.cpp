@@ -1,6 +1,8 @@
 // The MPI engine of the runtime core (mpi_engine.hpp).
 #include "runtime/mpi_engine.hpp"
 
+#include "runtime/transport_agreement.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -50,10 +52,6 @@ bool settle_request(MPI_Request& request, double timeout_s) {
 
 MpiEngine::MpiEngine(MPI_Comm comm, const Env& e) : comm_(comm), transport_(comm, e.timeout_s) {
   transport_.set_max_piece_bytes(e.max_message_bytes);
-  void* attr = nullptr;
-  int found = 0;
-  check_mpi(MPI_Comm_get_attr(comm, MPI_TAG_UB, &attr, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
-  if (found) tag_ub_ = *static_cast<int*>(attr);
 }
 
 const char* MpiEngine::buffer_problem(const void*, const void* recvbuf) const {
@@ -64,16 +62,16 @@ const char* MpiEngine::buffer_problem(const void*, const void* recvbuf) const {
 }
 
 void MpiEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
-  if (pending_ != MPI_REQUEST_NULL)  // the session is broken after a timeout; never reuse the buffers
-    throw Error(ErrorCode::Internal, "MpiEngine: an earlier agreement is still pending");
-  // Engine-owned buffers: after a timeout the request stays pending and may write them later.
-  in_.assign(values.begin(), values.end());
-  out_.resize(values.size());
-  check_mpi(MPI_Iallreduce(in_.data(), out_.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_MAX, comm_,
-                           &pending_),
-            "MPI_Iallreduce (argument check)");
-  wait_with_timeout(pending_, timeout_s, "MPI_Iallreduce (argument check)");
-  std::copy(out_.begin(), out_.end(), values.begin());
+  // The session's timeout for this agreement; the transport's own for every other round.
+  const double own = transport_.timeout();
+  transport_.set_timeout(timeout_s);
+  try {
+    transport_max(transport_, values, agreement_scratch_, transport_.agreement_tag());
+  } catch (...) {
+    transport_.set_timeout(own);
+    throw;
+  }
+  transport_.set_timeout(own);
 }
 
 namespace {

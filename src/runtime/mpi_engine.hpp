@@ -1,7 +1,9 @@
 // The MPI engine of the runtime core (internal): MpiTransport on a private communicator, host
-// memory and loops (CpuDevice), the agreement as one MPI_Iallreduce(MAX) on buffers the engine
-// owns, MPI_Allreduce as `native` (auto's native: MPI_Iallreduce into engine-owned memory,
-// bounded by the timeout).
+// memory and loops (CpuDevice), the agreement as transport_max over MpiTransport on a tag of its
+// own (point to point: a timed-out agreement leaves no collective pending that MPI_Finalize
+// trips over, and a rank in the argument check is visible to a peer in a data phase, issue #22),
+// MPI_Allreduce as `native` (auto's native: MPI_Iallreduce into engine-owned memory, bounded by
+// the timeout).
 #pragma once
 #include <mpi.h>
 
@@ -29,7 +31,7 @@ class MpiEngine final : public Engine {
   Transport& transport() override { return transport_; }
   Device& device() override { return device_; }
   CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
-  int max_tag() const override { return tag_ub_; }
+  int max_tag() const override { return transport_.max_config_tag(); }
   const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
   bool writes_may_be_pending() const override { return transport_.abandoned_receives(); }
   void agree_max(std::span<std::int64_t> values, double timeout_s) override;
@@ -39,23 +41,17 @@ class MpiEngine final : public Engine {
   void reserve_native(std::size_t bytes) override;
   void reserve_exchange(std::size_t values) override {
     Engine::reserve_exchange(values);
-    in_.reserve(values);
-    out_.reserve(values);
+    agreement_scratch_.reserve(2 * values);
   }
-  // Whether a timed-out agreement or bounded native has completed (then their buffers may go),
-  // waiting for them at most `timeout_s` each: the late peer has usually joined by the time the
-  // communicator is freed.
-  bool settle(double timeout_s) {
-    const bool agreement = settle_request(pending_, timeout_s);
-    return settle_request(native_pending_, timeout_s) && agreement;
-  }
+  // Whether a timed-out bounded native has completed (then its buffer may go), waiting for it at
+  // most `timeout_s`: the late peer has usually joined by the time the communicator is freed.
+  bool settle(double timeout_s) { return settle_request(native_pending_, timeout_s); }
 
  private:
   MPI_Comm comm_;
   MpiTransport transport_;
   CpuDevice device_;
-  std::vector<std::int64_t> in_, out_;  // the agreement's buffers, alive while it is pending
-  MPI_Request pending_ = MPI_REQUEST_NULL;
+  std::vector<std::int64_t> agreement_scratch_;  // transport_max's messages; alive as long as the engine
   // The bounded native's staging buffer: MPI cannot cancel a collective, so after a timeout the
   // request stays pending and reads and writes here (never the caller's buffers) whenever the
   // late peer joins. At most kNativeStageBytes: larger messages go through it in pieces.
@@ -63,7 +59,6 @@ class MpiEngine final : public Engine {
   std::unique_ptr<std::byte[]> native_stage_;
   std::size_t native_stage_bytes_ = 0;
   MPI_Request native_pending_ = MPI_REQUEST_NULL;
-  int tag_ub_ = 32767;  // the standard's guaranteed minimum
 };
 
 }  // namespace stragglar::detail

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <iterator>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -50,6 +51,9 @@ class Backoff {
   std::chrono::steady_clock::time_point since_{};
 };
 
+constexpr double kCheckPeriod = 0.1;  // s between probes of a waiting rank (issue #22)
+constexpr double kCancelGrace = 0.5;  // s for cancelled receives whose data is arriving
+
 }  // namespace
 
 void check_mpi(int rc, const char* what) {
@@ -78,6 +82,10 @@ void wait_with_timeout(MPI_Request& request, double timeout_s, const char* what)
 MpiTransport::MpiTransport(MPI_Comm comm, double timeout_s) : comm_(comm), timeout_s_(timeout_s) {
   check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm_, &nranks_), "MPI_Comm_size");
+  void* attr = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &attr, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
+  if (found) tag_ub_ = *static_cast<int*>(attr);
 }
 
 void MpiTransport::set_max_piece_bytes(std::size_t bytes) {
@@ -110,6 +118,7 @@ void MpiTransport::exchange(std::span<const Message> sends, std::span<const Mess
   if (requests_.empty()) return;
 
   const double start = MPI_Wtime();
+  double next_check = start + kCheckPeriod;
   Backoff backoff;
   for (;;) {
     int done = 0;
@@ -117,35 +126,115 @@ void MpiTransport::exchange(std::span<const Message> sends, std::span<const Mess
                           MPI_STATUSES_IGNORE),
               "MPI_Testall");
     if (done) return;
-    if (MPI_Wtime() - start > timeout_s_) break;
+    const double now = MPI_Wtime();
+    if (now >= next_check) {  // off the hot path: a round that waits 0.1 s is waiting on someone
+      check_peers();
+      next_check = now + kCheckPeriod;
+    }
+    if (now - start > timeout_s_) break;
     backoff.pause();
   }
-  // Timeout: name what is still outstanding, then make sure nothing we posted writes into
-  // memory after we return: a receive is cancelled and completed (a cancelled receive
-  // completes at once unless its message is already arriving, which we give a moment).
-  // A send is cancelled where MPI can; otherwise it stays with MPI and may still read the
-  // buffer if its peer comes back (reading, never writing, the caller's memory).
   std::string waiting;
   for (std::size_t i = 0; i < requests_.size(); ++i) {
-    if (requests_[i] == MPI_REQUEST_NULL) continue;
-    int done = 0;
-    MPI_Request_get_status(requests_[i], &done, MPI_STATUS_IGNORE);
-    if (!done) {
-      if (!waiting.empty()) waiting += ", ";
-      waiting += (pending_[i].is_send ? "send to rank " : "receive from rank ") + std::to_string(pending_[i].peer);
-    }
-    MPI_Cancel(&requests_[i]);
-    const double cancelled_at = MPI_Wtime();
-    for (done = 0; !done && MPI_Wtime() - cancelled_at < 0.5;) MPI_Test(&requests_[i], &done, MPI_STATUS_IGNORE);
-    if (!done) {
-      abandoned_receives_ = abandoned_receives_ || !pending_[i].is_send;
-      MPI_Request_free(&requests_[i]);
-    }
+    if (!still_pending(i)) continue;
+    const std::string item = (pending_[i].is_send ? "send to rank " : "receive from rank ") + std::to_string(pending_[i].peer);
+    if (waiting.find(item) != std::string::npos) continue;  // several pieces to one peer
+    if (!waiting.empty()) waiting += ", ";
+    waiting += item;
   }
-  throw Error(ErrorCode::Timeout, "rank " + std::to_string(rank_) + " waited " + seconds(timeout_s_) +
-                                      " s (STRAGGLAR_TIMEOUT_S) for: " + waiting +
-                                      " — that peer is later than the timeout, stopped, died, or called "
-                                      "with different arguments");
+  fail(ErrorCode::Timeout, "rank " + std::to_string(rank_) + " waited " + seconds(timeout_s_) +
+                               " s (STRAGGLAR_TIMEOUT_S) for: " + waiting +
+                               " — that peer is later than the timeout, stopped, died, or called "
+                               "with different arguments");
+}
+
+// MPI_Testall that finds some requests still pending leaves every request as it was, completed
+// ones included: ask each.
+bool MpiTransport::still_pending(std::size_t i) const {
+  if (requests_[i] == MPI_REQUEST_NULL) return false;
+  int done = 0;
+  MPI_Request_get_status(requests_[i], &done, MPI_STATUS_IGNORE);
+  return !done;
+}
+
+void MpiTransport::check_peers() {
+  int found = 0;
+  MPI_Status status;
+  MPI_Iprobe(MPI_ANY_SOURCE, gave_up_tag(), comm_, &found, &status);
+  if (found) {
+    int code = -1;
+    MPI_Recv(&code, 1, MPI_INT, status.MPI_SOURCE, gave_up_tag(), comm_, MPI_STATUS_IGNORE);
+    const std::string who = "rank " + std::to_string(rank_) + ": rank " + std::to_string(status.MPI_SOURCE);
+    if (code == static_cast<int>(ErrorCode::Mismatch))
+      fail(ErrorCode::Mismatch, who + " found that the ranks called with different arguments (count, dtype, op "
+                                      "or options; its own error says which) and gave up on this call");
+    fail(ErrorCode::RemoteError, who + " gave up on this call (it timed out, lost a peer or was called with "
+                                       "different arguments; its own error says which)");
+  }
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    // Only a receive not yet matched: a peer whose message came may have finished this call.
+    if (pending_[i].is_send || !still_pending(i)) continue;
+    const int peer = pending_[i].peer;
+    MPI_Iprobe(peer, MPI_ANY_TAG, comm_, &found, &status);
+    // The same tag: a later round of this call (the peer is ahead, not elsewhere).
+    if (!found || status.MPI_TAG == tag_ || status.MPI_TAG == gave_up_tag()) continue;
+    const auto tag_name = [&](int t) {
+      return t == agreement_tag() ? std::string("the argument check of a new configuration")
+                                  : "the configuration with tag " + std::to_string(t);
+    };
+    fail(ErrorCode::Mismatch, "rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) +
+                                  " is in another call (its message is for " + tag_name(status.MPI_TAG) +
+                                  ", this call's is " + tag_name(tag_) +
+                                  "): the ranks called with different arguments (count, dtype, op or options)");
+  }
+}
+
+void MpiTransport::fail(ErrorCode code, const std::string& message) {
+  abandon_requests();
+  tell_peers_we_gave_up(code);
+  throw Error(code, message);
+}
+
+// Nothing we posted may write into memory after we return: a receive is cancelled and completed
+// (a cancelled receive completes at once unless its message is already arriving, which gets one
+// grace period for all of them together). A send is cancelled where MPI can; otherwise it stays
+// with MPI and may still read the buffer if its peer comes back (reading, never writing, the
+// caller's memory).
+void MpiTransport::abandon_requests() {
+  for (MPI_Request& r : requests_)
+    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+  const double cancelled_at = MPI_Wtime();
+  for (;;) {
+    bool receives_left = false;
+    for (std::size_t i = 0; i < requests_.size(); ++i) {
+      if (requests_[i] == MPI_REQUEST_NULL) continue;
+      int done = 0;
+      MPI_Test(&requests_[i], &done, MPI_STATUS_IGNORE);
+      receives_left = receives_left || (!done && !pending_[i].is_send);
+    }
+    if (!receives_left || MPI_Wtime() - cancelled_at > kCancelGrace) break;
+    sched_yield();
+  }
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    if (requests_[i] == MPI_REQUEST_NULL) continue;
+    abandoned_receives_ = abandoned_receives_ || !pending_[i].is_send;
+    MPI_Request_free(&requests_[i]);
+  }
+}
+
+// Fire and forget, once: a 4-byte message (sent eagerly) holding the error code, from static
+// memory (nothing to keep alive). A peer that is gone or stopped never reads it.
+void MpiTransport::tell_peers_we_gave_up(ErrorCode code) {
+  if (told_peers_) return;
+  told_peers_ = true;
+  static const int kCodes[] = {0, 1, 2, 3, 4, 5, 6, 7};
+  const int* payload = &kCodes[std::min<std::size_t>(static_cast<std::size_t>(code), std::size(kCodes) - 1)];
+  for (int peer = 0; peer < nranks_; ++peer) {
+    if (peer == rank_) continue;
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (MPI_Isend(payload, 1, MPI_INT, peer, gave_up_tag(), comm_, &request) == MPI_SUCCESS)
+      MPI_Request_free(&request);
+  }
 }
 
 }  // namespace stragglar

@@ -4,6 +4,16 @@
 // MPI_ERRORS_RETURN) so our messages never match the user's. Never hangs on a dead or stopped
 // peer: the wait polls MPI_Testall and throws Error(Timeout) naming the peers it still waits
 // for after `timeout_s`. Messages larger than INT_MAX bytes are sent as several pieces.
+//
+// Issue #22 (as UcxTransport does): every 0.1 s a waiting rank probes for
+//  - a "gave up" notice from any rank (a rank that failed this call tells every peer): it
+//    fails too, within 0.1 s, instead of waiting out its own timeout (timeouts cascaded one
+//    hop at a time);
+//  - an unmatched message of another tag from a peer it waits for: MPI does not let one
+//    sender's messages on a communicator overtake each other, so had that peer been in this
+//    call, its message for our posted receive would have come first and matched. It is in
+//    another call (another configuration, or the argument check of a new one): Error(Mismatch)
+//    instead of a timeout.
 #pragma once
 #include <mpi.h>
 
@@ -12,6 +22,7 @@
 #include <vector>
 
 #include "runtime/transport.hpp"
+#include "stragglar/error.hpp"
 
 namespace stragglar {
 
@@ -24,8 +35,12 @@ class MpiTransport final : public Transport {
   void exchange(std::span<const Message> sends, std::span<const Message> recvs) override;
 
   // Messages of one configuration carry one tag (DESIGN: a mismatched call never matches
-  // another's messages, it times out instead of mixing data).
+  // another's messages, it fails instead of mixing data). Configurations take tags in
+  // [1, max_config_tag()]; the two tags above are the agreement's and the "gave up" notices'.
   void set_tag(int tag) override { tag_ = tag; }
+  int max_config_tag() const { return tag_ub_ - 2; }
+  int agreement_tag() const { return tag_ub_ - 1; }
+  double timeout() const { return timeout_s_; }
   void set_timeout(double timeout_s) { timeout_s_ = timeout_s; }
   // Largest piece one MPI call moves, in [1, INT_MAX] (default 1 GiB).
   void set_max_piece_bytes(std::size_t bytes);
@@ -38,10 +53,20 @@ class MpiTransport final : public Transport {
     int peer;
     bool is_send;
   };
+  int gave_up_tag() const { return tag_ub_; }
+  bool still_pending(std::size_t i) const;
+  // Throws (through fail) when a rank gave up or a peer we wait for is in another call.
+  void check_peers();
+  // Cancels what this round posted, tells every peer this rank gave up, throws.
+  [[noreturn]] void fail(ErrorCode code, const std::string& message);
+  void abandon_requests();
+  void tell_peers_we_gave_up(ErrorCode code);
   MPI_Comm comm_;
   int rank_ = 0;
   int nranks_ = 0;
   int tag_ = 1;
+  int tag_ub_ = 32767;  // MPI_TAG_UB of the communicator (the standard's minimum until read)
+  bool told_peers_ = false;
   double timeout_s_;
   std::size_t max_piece_ = std::size_t{1} << 30;
   bool abandoned_receives_ = false;

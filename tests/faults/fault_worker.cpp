@@ -196,11 +196,21 @@ class Log {
 // kill / stop: a thread signals this process `after_s` from now. A call that ends sooner puts the
 // fault between calls or into the next call: still a random point of the run (the harness records
 // whether the victim did die or stop).
+std::atomic<bool> g_fault_pending{false}, g_fault_done{false};
 void signal_self_after(int sig, double after_s) {
+  g_fault_pending = true;
   std::thread([sig, after_s] {
     std::this_thread::sleep_for(std::chrono::duration<double>(after_s));
     ::kill(::getpid(), sig);
+    g_fault_done = true;  // a stopped process runs this once continued
   }).detach();
+}
+
+// --recover: the fault belongs to the first communicator's calls. A stop that lands after the
+// last of them is over before the restart begins (else it would hit the re-created one, whose
+// call the harness requires to succeed).
+void wait_for_fault_to_pass() {
+  while (g_fault_pending && !g_fault_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 int run(const Args& a, Comm& comm, Log& log) {
@@ -287,6 +297,7 @@ int run(const Args& a, Comm& comm, Log& log) {
 // keys in the store, a killed rank relaunched by the harness joins them) and runs one call,
 // which must give exactly the sum.
 void recover(const Args& a, int generation, Log* log_or_null, std::unique_ptr<Log>& log) {
+  wait_for_fault_to_pass();
   const auto t0 = Clock::now();
   std::unique_ptr<Comm> comm;
   if (a.frontend == "mpi") {

@@ -76,7 +76,7 @@ def make_trial(rng, index, args):
         "algo": rng.choice(algorithms_for(frontend)),
         "count": nbytes // 4,
         "calls": calls,
-        "fault": rng.choice(FAULTS[frontend]),
+        "fault": rng.choice([f for f in FAULTS[frontend] if not args.faults or f in args.faults] or FAULTS[frontend]),
         "victim": rng.randrange(n),
         "fault_call": rng.randrange(calls),
         "fault_at": round(rng.random(), 3),
@@ -202,6 +202,7 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
     failures = []
     mixed = 0
     errors, times = 0, []
+    error_codes = {}  # error code -> calls that raised it
     logs = {r: read_log(os.path.join(out, f"rank{r}.jsonl")) for r in range(t["n"])}
     victim = t["victim"]
     exits = {}
@@ -248,6 +249,7 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
                         failures.append(f"rank {r}: call {e['call']} returned with a {e['buffer']} buffer")
                 else:
                     errors += 1
+                    error_codes[e.get("code", "?")] = error_codes.get(e.get("code", "?"), 0) + 1
                     own_clock_stopped = r == victim and victim_stopped
                     # The bound counts from when the fault could first be seen: a call of this
                     # size takes its normal time (seconds for 64 MiB on 8 ranks of a loaded
@@ -279,7 +281,7 @@ def judge(t, out, procs, hang, victim_stopped, allow_mixed):
         if not hang and rc == 0 and made and not (r == victim and relaunched) and \
                 not any(e.get("event") == "teardown" for e in ev):
             failures.append(f"rank {r}: no teardown")
-    return {"trial": t, "failures": failures, "errors": errors,
+    return {"trial": t, "failures": failures, "errors": errors, "codes": error_codes,
             "max_error_s": max(times) if times else None,
             "aborts": sum("abort" in f for f in failures), "hang": hang,
             "mixed": mixed,
@@ -316,6 +318,7 @@ def main():
     ap.add_argument("--frontends", default=None, help="comma list of ucx,mpi,torch (default ucx,mpi[,torch])")
     ap.add_argument("--weights", default=None,
                     help="how often each front-end is drawn, e.g. ucx=5,mpi=3,torch=1 (CI; default: equal)")
+    ap.add_argument("--faults", default=None, help="comma list: draw only these faults (default: every one)")
     ap.add_argument("--max-ranks", type=int, default=None)
     ap.add_argument("--max-bytes", default=None, help="largest message, e.g. 64M")
     ap.add_argument("--timeout", type=float, default=None, help="STRAGGLAR_TIMEOUT_S of the trials")
@@ -332,6 +335,7 @@ def main():
                          "UCX rank is relaunched) and one more call must give the exact sum")
     ap.add_argument("--keep", action="store_true", help="keep failed trials' directories")
     args = ap.parse_args()
+    args.faults = args.faults.split(",") if args.faults else None
     ci = args.ci
     args.trials = args.trials or (54 if ci else 100)
     if ci:

@@ -396,7 +396,10 @@ int stop_peer(int victim, const std::string& dir, bool kill) {
     allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
     outcome = "NO-ERROR";
   } catch (const Error& e) {
-    outcome = std::string(e.code() == ErrorCode::Timeout ? "Timeout" : "WRONG-CODE") + " (" +
+    // A survivor not waiting for the victim itself may first get the "gave up" notice of one
+    // that timed out (issue #22): RemoteError naming that rank, instead of its own timeout.
+    const bool gave_up = e.code() == ErrorCode::RemoteError && std::strstr(e.what(), "gave up on this call");
+    outcome = std::string(e.code() == ErrorCode::Timeout ? "Timeout" : gave_up ? "GaveUp" : "WRONG-CODE") + " (" +
               to_string(e.code()) + ") after " + std::to_string(MPI_Wtime() - t0) + " s: " + e.what();
   }
   std::fprintf(stderr, "[rank %d] %s\n", g_rank, outcome.c_str());
@@ -407,7 +410,7 @@ int stop_peer(int victim, const std::string& dir, bool kill) {
   MPI_Barrier(survivors);
   if (g_rank == (victim == 0 ? 1 : 0)) ::kill(pids[static_cast<std::size_t>(victim)], SIGKILL);
   std::fflush(stderr);
-  std::_Exit(outcome.rfind("Timeout", 0) == 0 ? 0 : 1);
+  std::_Exit(outcome.rfind("Timeout", 0) == 0 || outcome.rfind("GaveUp", 0) == 0 ? 0 : 1);
 }
 
 // A rank later than STRAGGLAR_TIMEOUT_S (issue #14): on the first call on a communicator (the
@@ -425,7 +428,10 @@ int late_rank(double late_s) {
       got = "NO-ERROR";
     } catch (const Error& e) {
       got = to_string(e.code());
-      if (e.code() != ErrorCode::Timeout) fail(std::string(what) + ": got " + got + ": " + e.what());
+      // The late rank itself may find the others' "gave up" notices (issue #22): RemoteError
+      // at once instead of its own timeout.
+      const bool ok = e.code() == ErrorCode::Timeout || (g_rank == late && e.code() == ErrorCode::RemoteError);
+      if (!ok) fail(std::string(what) + ": got " + got + ": " + e.what());
       else ++g_checked;
     }
     if (got == "NO-ERROR") fail(std::string(what) + ": no error, expected Timeout");
@@ -526,6 +532,50 @@ int late_rank(double late_s) {
   MPI_Comm_free(&c);
   MPI_Comm_free(&d);
   (void)scribble;
+  return 0;
+}
+
+// Issue #22: a rank calling with another count on a configuration the others already know (no
+// agreement runs there) gets Error(Mismatch) on every rank, within a short bound (the test runs
+// under a 20 s STRAGGLAR_TIMEOUT_S: a timeout would take 20 s), and the communicator is broken
+// after it (the next call fails at once). Three shapes: the odd rank in the argument check of a
+// new configuration while the others run a known one; both in known configurations; the odd
+// rank in a known configuration while the others check a new one.
+int mismatch_known() {
+  const double bound_s = 3.0;
+  if (detail::env().timeout_s < 4 * bound_s) fail("mismatch_known: needs STRAGGLAR_TIMEOUT_S >= 12");
+  const char* shapes[] = {"odd rank checks a new configuration", "both configurations known",
+                          "the others check a new configuration"};
+  for (const char* algo : {"ring", "stragglar", "rhd", "allpairs", "broadcast"})
+    for (int odd : {0, g_n - 1})
+      for (int shape = 0; shape < 3; ++shape) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        const Options o = options_for(algo);
+        const std::size_t usual = 3000, other = 3001;
+        std::vector<float> buf(other, 1.0f);
+        allreduce(buf.data(), buf.data(), usual, DataType::float32, ReduceOp::sum, c, o);
+        if (shape == 1) allreduce(buf.data(), buf.data(), other, DataType::float32, ReduceOp::sum, c, o);
+        // shapes 0, 1: the odd rank passes `other`; shape 2: everyone else does (new for them).
+        const bool passes_other = (g_rank == odd) == (shape != 2);
+        const std::string what = std::string(algo) + ", odd rank " + std::to_string(odd) + ", " + shapes[shape];
+        const double t0 = MPI_Wtime();
+        expect_error(what, ErrorCode::Mismatch, [&] {
+          allreduce(buf.data(), buf.data(), passes_other ? other : usual, DataType::float32, ReduceOp::sum, c, o);
+        });
+        const double took = MPI_Wtime() - t0;
+        if (took > bound_s) fail(what + ": Mismatch after " + std::to_string(took) + " s, expected < 3 s");
+        const double t1 = MPI_Wtime();
+        try {
+          allreduce(buf.data(), buf.data(), usual, DataType::float32, ReduceOp::sum, c, o);
+          fail(what + ": the call after the mismatch succeeded on a broken communicator");
+        } catch (const Error&) {
+          ++g_checked;
+          if (MPI_Wtime() - t1 > 1.0) fail(what + ": the call after the mismatch did not fail at once");
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Comm_free(&c);
+      }
   return 0;
 }
 
@@ -753,6 +803,8 @@ int main(int argc, char** argv) {
     late_set();
   } else if (mode == "tiny_timeout") {
     tiny_timeout();
+  } else if (mode == "mismatch_known") {
+    mismatch_known();
   } else if (mode == "late") {
     late_rank(argc > 2 ? std::atof(argv[2]) : 4.0);
   } else if (mode == "stop" || mode == "kill") {
