@@ -770,6 +770,11 @@ int main_with(int argc, char** argv, const Tool& tool, const std::function<std::
   int rank = 0, rc = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   try {
+    // A bad pattern file fails on every rank before the backend connects its ranks (a rank that
+    // failed later would leave the others mid-connect, with its transport's error, not this one).
+    MPI_Comm_size(MPI_COMM_WORLD, &g_n);
+    g_rank = rank;
+    (void)read_delay_pattern(flags.delay_pattern);
     const std::unique_ptr<Backend> backend = make_backend();
     rc = run(tool, flags, *backend);
   } catch (const std::exception& e) {
