@@ -348,25 +348,10 @@ int main(int argc, char** argv) {
   {
     std::unique_ptr<Comm> comm;
     std::unique_ptr<Log> log;
-    try {
-      const char* relaunched = std::getenv("STRAGGLAR_FAULT_RELAUNCHED");
-      if (relaunched == nullptr || std::strcmp(relaunched, "1") != 0) {
-        if (mpi)
-          comm = std::make_unique<MpiComm>();
-        else
-          comm = std::make_unique<UcxComm>(a.timeout_s, 0, a.timeout_s);
-        log = std::make_unique<Log>(a.out + "/rank" + std::to_string(comm->rank()) + ".jsonl");
-        log->write({{"event", "start"}, {"pid", ::getpid()}});
-        run(a, *comm, *log);
-        const auto t0 = Clock::now();
-        comm->teardown();
-        comm.reset();
-        log->write({{"event", "teardown"}, {"seconds", seconds(t0)}});
-      }
-      if (a.recover) recover(a, 1, log.get(), log);
-    } catch (const Error& e) {
-      // Making the communicator failed (a peer that left at once, or never came): an error, as
-      // the harness expects from a fault at call 0; the rank then exits normally.
+    // The first communicator and its calls. Making it may fail when a peer leaves right at the
+    // start (UCX: its worker is gone while this rank still connects to it); a survivor then
+    // goes on to the restart like any other, as torchrun's restarted workers would.
+    auto setup_error = [&](const Error& e) {
       std::fprintf(stderr, "fault_worker: %s\n", e.what());
       if (!log) {
         const char* r = std::getenv("RANK");
@@ -375,6 +360,32 @@ int main(int argc, char** argv) {
         log = std::make_unique<Log>(a.out + "/rank" + std::to_string(rank) + ".jsonl");
       }
       log->write({{"event", "setup_error"}, {"message", e.what()}});
+    };
+    try {
+      const char* relaunched = std::getenv("STRAGGLAR_FAULT_RELAUNCHED");
+      if (relaunched == nullptr || std::strcmp(relaunched, "1") != 0) {
+        try {
+          if (mpi)
+            comm = std::make_unique<MpiComm>();
+          else
+            comm = std::make_unique<UcxComm>(a.timeout_s, 0, a.timeout_s);
+        } catch (const Error& e) {
+          setup_error(e);
+        }
+        if (comm) {
+          log = std::make_unique<Log>(a.out + "/rank" + std::to_string(comm->rank()) + ".jsonl");
+          log->write({{"event", "start"}, {"pid", ::getpid()}});
+          run(a, *comm, *log);
+          const auto t0 = Clock::now();
+          comm->teardown();
+          comm.reset();
+          log->write({{"event", "teardown"}, {"seconds", seconds(t0)}});
+        }
+      }
+      if (a.recover) recover(a, 1, log.get(), log);
+    } catch (const Error& e) {
+      // Making the re-created communicator failed: the harness reports the missing recovery.
+      setup_error(e);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fault_worker: %s\n", e.what());
       code = 3;
