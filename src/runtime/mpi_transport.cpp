@@ -125,7 +125,15 @@ void MpiTransport::exchange(std::span<const Message> sends, std::span<const Mess
     check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
                           MPI_STATUSES_IGNORE),
               "MPI_Testall");
-    if (done) return;
+    if (done) {
+      // A rank that gave up on this call went back to its caller with its sends still posted:
+      // a receive here may have read its buffer (single copy, or pieces still to come) after the
+      // caller reused it, and completed with someone else's numbers. It sent its notice before
+      // returning, and on one host its messages arrive in order: once our receives are complete
+      // the notice is here, and the round is not a success (the UCX transport does the same).
+      if (!recvs.empty()) check_gave_up();
+      return;
+    }
     const double now = MPI_Wtime();
     if (now >= next_check) {  // off the hot path: a round that waits 0.1 s is waiting on someone
       check_peers();
@@ -157,7 +165,7 @@ bool MpiTransport::still_pending(std::size_t i) const {
   return !done;
 }
 
-void MpiTransport::check_peers() {
+void MpiTransport::check_gave_up() {
   int found = 0;
   MPI_Status status;
   MPI_Iprobe(MPI_ANY_SOURCE, gave_up_tag(), comm_, &found, &status);
@@ -171,6 +179,12 @@ void MpiTransport::check_peers() {
     fail(ErrorCode::RemoteError, who + " gave up on this call (it timed out, lost a peer or was called with "
                                        "different arguments; its own error says which)");
   }
+}
+
+void MpiTransport::check_peers() {
+  check_gave_up();
+  int found = 0;
+  MPI_Status status;
   for (std::size_t i = 0; i < requests_.size(); ++i) {
     // Only a receive not yet matched: a peer whose message came may have finished this call.
     if (pending_[i].is_send || !still_pending(i)) continue;

@@ -57,6 +57,8 @@ class MpiTransport final : public Transport {
   bool still_pending(std::size_t i) const;
   // Throws (through fail) when a rank gave up or a peer we wait for is in another call.
   void check_peers();
+  // Throws (through fail) when a rank's "gave up" notice is here.
+  void check_gave_up();
   // Cancels what this round posted, tells every peer this rank gave up, throws.
   [[noreturn]] void fail(ErrorCode code, const std::string& message);
   void abandon_requests();
