@@ -325,6 +325,7 @@ def main():
     ap.add_argument("--worker", default=os.environ.get("FAULT_WORKER", "build/fault_worker"))
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--only", default=None, help="run one trial given as JSON (from a failure report)")
+    ap.add_argument("--repeat", type=int, default=1, help="with --only: run that trial this many times (races)")
     ap.add_argument("--json", default=None, help="write every trial's result here")
     ap.add_argument("--table", default=None, help="write the markdown table here")
     ap.add_argument("--allow-mixed", action="store_true",
@@ -354,7 +355,7 @@ def main():
     rng = random.Random(seed)
     print(f"run_faults: seed {seed}, {args.trials} trials, front-ends {','.join(args.frontends)}, "
           f"timeout {args.timeout} s, <= {args.max_bytes} B, <= {args.max_ranks} ranks", flush=True)
-    trials = [json.loads(args.only)] if args.only else [make_trial(rng, i, args) for i in range(args.trials)]
+    trials = [json.loads(args.only)] * max(1, args.repeat) if args.only else [make_trial(rng, i, args) for i in range(args.trials)]
     results = []
     t0 = time.monotonic()
     for t in trials:
