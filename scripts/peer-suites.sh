@@ -12,7 +12,8 @@
 # through stragglar does) and STRAGGLAR_DEBUG=INFO (to count the calls served). The two runs
 # must end alike: same exit status, same per-size validation (OSU) / defects and error lines
 # (IMB). Prints one table row per case; exit 1 on a difference. Logs: BUILD_DIR/peer-suites/.
-# Environment: OSU_ITERS (default 20), IMB_ITERS (20), IMB_MSGLOG (0:20), RUN_TIMEOUT_S (900).
+# Environment: OSU_ITERS (default 20), IMB_ITERS (20), IMB_MSGLOG (0:20), RUN_TIMEOUT_S (900);
+# STRAGGLAR_* variables reach the preloaded runs (e.g. STRAGGLAR_ALGORITHM=ring instead of auto).
 set -euo pipefail
 usage="usage: peer-suites.sh openmpi|mpich BUILD_DIR IMB_SRC OSU_SRC [NPROCS...]"
 flavor=${1:?$usage}
@@ -98,12 +99,13 @@ counts() {  # rank 0's "N served / M passed" from the preload's line at MPI_Fina
 }
 
 status=0
-printf '| MPI | n | suite, case | without the preload | with it (min bytes 0) | served / passed (rank 0) | same |\n'
+algo=${STRAGGLAR_ALGORITHM:-auto}
+printf '| MPI | n | suite, case | without the preload | with it (min bytes 0, %s) | served / passed (rank 0) | same |\n' "$algo"
 printf '|---|---|---|---|---|---|---|\n'
 compare() {  # compare SUITE NAME N PROGRAM ARGS...
   local suite=$1 name=$2 n=$3; shift 3
   local tag plain pre a b same=yes
-  tag=$(echo "$suite-$name-n$n" | tr -c 'A-Za-z0-9_.\n-' '_')
+  tag=$(echo "$suite-$name-n$n-$algo" | tr -c 'A-Za-z0-9_.\n-' '_')
   plain=$logs/$tag.plain.log pre=$logs/$tag.preload.log
   launch "$plain" "$n" "$@"
   STRAGGLAR_PMPI_MIN_BYTES=0 STRAGGLAR_DEBUG=INFO launch "$pre" "$n" "$build/stragglar-run" "$@"
