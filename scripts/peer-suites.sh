@@ -12,7 +12,8 @@
 # through stragglar does) and STRAGGLAR_DEBUG=INFO (to count the calls served). The two runs
 # must end alike: same exit status, same per-size validation (OSU) / defects and error lines
 # (IMB). Prints one table row per case; exit 1 on a difference. Logs: BUILD_DIR/peer-suites/.
-# Environment: OSU_ITERS (default 20), IMB_ITERS (20), IMB_MSGLOG (0:20), RUN_TIMEOUT_S (900);
+# Environment: OSU_ITERS (default 20), IMB_ITERS (20), IMB_MSGLOG (0:20), RUN_TIMEOUT_S (900),
+# CASES (an extended regex: only the cases whose "suite, case" matches, e.g. 'mpi_int$|float');
 # STRAGGLAR_* variables reach the preloaded runs (e.g. STRAGGLAR_ALGORITHM=ring instead of auto).
 set -euo pipefail
 usage="usage: peer-suites.sh openmpi|mpich BUILD_DIR IMB_SRC OSU_SRC [NPROCS...]"
@@ -24,7 +25,7 @@ shift 4
 nprocs=("$@")
 [[ ${#nprocs[@]} -gt 0 ]] || nprocs=(2 3 5 8)
 osu_iters=${OSU_ITERS:-20} imb_iters=${IMB_ITERS:-20} imb_msglog=${IMB_MSGLOG:-0:20}
-run_timeout=${RUN_TIMEOUT_S:-900}
+run_timeout=${RUN_TIMEOUT_S:-900} cases=${CASES:-.}
 case $flavor in
   openmpi) cc=mpicc.openmpi cxx=mpicxx.openmpi mpiexec=(mpiexec.openmpi --allow-run-as-root --oversubscribe) ;;
   mpich) cc=mpicc.mpich cxx=mpicxx.mpich mpiexec=(mpiexec.mpich) ;;
@@ -105,6 +106,7 @@ printf '|---|---|---|---|---|---|---|\n'
 compare() {  # compare SUITE NAME N PROGRAM ARGS...
   local suite=$1 name=$2 n=$3; shift 3
   local tag plain pre a b same=yes
+  grep -qE -- "$cases" <<<"$suite $name" || return 0
   tag=$(echo "$suite-$name-n$n-$algo" | tr -c 'A-Za-z0-9_.\n-' '_')
   plain=$logs/$tag.plain.log pre=$logs/$tag.preload.log
   launch "$plain" "$n" "$@"
