@@ -69,6 +69,7 @@ launch() {
   echo "$rc" >"$log.rc"
 }
 # What must be equal between the two runs, as text.
+# shellcheck disable=SC2317  # called as ${suite}_result / ${suite}_summary
 osu_result() {  # the datatype headers and "SIZE Pass|Fail" per row, in order; the exit status
   grep -E '^# Datatype|^[0-9]+ +[0-9.]+ +(Pass|Fail)' "$1" | awk '/^#/ {print; next} {print $1, $NF}'
   echo "exit $(cat "$1.rc")"
@@ -76,17 +77,20 @@ osu_result() {  # the datatype headers and "SIZE Pass|Fail" per row, in order; t
 # Rows and error lines are found anywhere in a line, the error lines without their "RANK: "
 # prefix: ranks' output interleaves, and a rank number can run into another rank's half-printed
 # line (Open MPI forwards each rank's output in pieces).
+# shellcheck disable=SC2317  # called as ${suite}_result / ${suite}_summary
 imb_result() {  # "BYTES DEFECTS" per row; the "Error Allreduce" lines (sorted); the exit status
   sed -n '/Benchmarking Allreduce/,$p' "$1" | grep -oE '[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ *$' |
     awk '{print $1, $6}' || true
   grep -o 'Error Allreduce,size = [0-9]*,sample #[0-9]*' "$1" | sort || true
   echo "exit $(cat "$1.rc")"
 }
+# shellcheck disable=SC2317  # called as ${suite}_result / ${suite}_summary
 osu_summary() {  # "19 pass, 0 fail, exit 0"
   local p f
   p=$(grep -cE '^[0-9]+ +[0-9.]+ +Pass' "$1" || true) f=$(grep -cE '^[0-9]+ +[0-9.]+ +Fail' "$1" || true)
   echo "$p pass, $f fail, exit $(cat "$1.rc")"
 }
+# shellcheck disable=SC2317  # called as ${suite}_result / ${suite}_summary
 imb_summary() {  # "21 sizes, max defects 0.00, 0 error lines, exit 0"
   local rows maxd errs
   rows=$(imb_result "$1" | grep -cE '^[0-9]+ [0-9.]+$' || true)
