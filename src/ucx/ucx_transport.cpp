@@ -72,6 +72,18 @@ std::atomic<long> g_cma_failures{0};
 // caller's ucp_worker_progress): exchange() compares it before and after a round.
 thread_local long t_cma_failures = 0;
 
+// UCX state that could not be torn down safely (see Impl::shutdown), kept reachable until the
+// process exits rather than lost.
+struct LeftToExit {
+  ucp_context_h context;
+  ucp_worker_h worker;
+  ucp_address_t* address;
+};
+std::vector<LeftToExit>& left_to_process_exit() {
+  static auto* kept = new std::vector<LeftToExit>();  // never destroyed: outlives every transport
+  return *kept;
+}
+
 ucs_log_func_rc_t on_ucx_log(const char* file, unsigned line, const char*, ucs_log_level_t level,
                              const ucs_log_component_config_t*, const char* format, va_list ap) {
   if (level != UCS_LOG_LEVEL_FATAL) return UCS_LOG_FUNC_RC_CONTINUE;
@@ -706,7 +718,12 @@ struct UcxTransport::Impl {
     }
     if (uncancelled_receive) {
       // Progressing UCX (closing endpoints, destroying the worker) could complete a receive
-      // whose peer resumed, into memory the caller may have freed: leak UCX's state instead.
+      // whose peer resumed, into memory the caller may have freed: leave UCX's state to the
+      // process exit instead.
+      left_to_process_exit().push_back({context, worker, address});
+      worker = nullptr;
+      context = nullptr;
+      address = nullptr;
       return;
     }
     // Sends still held (after an error): UCX finishes or cancels them as endpoints close.
@@ -715,7 +732,7 @@ struct UcxTransport::Impl {
     pending.clear();
     struct Closing {
       void* request;
-      bool forced;
+      bool can_leave_work;  // a flush close on an endpoint without UCX error handling
     };
     std::vector<Closing> closing;
     // A flush that failed, or a close that did not finish: UCX may still hold work for that peer.
@@ -736,10 +753,14 @@ struct UcxTransport::Impl {
       }
       const ucs_status_ptr_t r = ucp_ep_close_nbx(p.ep, &param);
       p.ep = nullptr;
+      // Only endpoints without UCX error handling (shared memory and CMA within a host) can
+      // leave work that trips the assertion; with it (PEER mode, TCP) UCX cleans up after a
+      // failed flush itself. A forced close reports the endpoint's failure: nothing is left.
+      const bool can_leave_work = !forced && !p.error_handling;
       if (UCS_PTR_IS_ERR(r))
-        unclean = unclean || !forced;  // a forced close reports the endpoint's failure: nothing left
+        unclean = unclean || can_leave_work;
       else if (r != nullptr)
-        closing.push_back({r, forced});
+        closing.push_back({r, can_leave_work});
     }
     const auto until = Clock::now() + kCloseGrace;
     while (!closing.empty() && Clock::now() < until) {
@@ -747,13 +768,13 @@ struct UcxTransport::Impl {
       std::erase_if(closing, [&unclean](const Closing& c) {
         const ucs_status_t status = ucp_request_check_status(c.request);
         if (status == UCS_INPROGRESS) return false;
-        unclean = unclean || (status != UCS_OK && !c.forced);
+        unclean = unclean || (status != UCS_OK && c.can_leave_work);
         ucp_request_free(c.request);
         return true;
       });
       if (!closing.empty()) sched_yield();
     }
-    if (!closing.empty()) unclean = true;
+    for (const Closing& c : closing) unclean = unclean || c.can_leave_work;
     // A single-copy failure whose FATAL message on_ucx_log stopped: UCX's code past that message
     // never expected to run, and ucp_worker_destroy may then abort on an assertion in
     // uct_cma_ep_t_delete (found by faults_recover). Which worker it hit is not known: any made
@@ -761,8 +782,13 @@ struct UcxTransport::Impl {
     if (g_cma_failures.load(std::memory_order_relaxed) != cma_failures_at_start) unclean = true;
     for (const Closing& c : closing) ucp_request_free(c.request);  // UCX releases it with the worker
     if (unclean) {
-      // Destroying the worker now could trip the same assertion: leak UCX's state, as above
-      // (its shared memory is marked for removal and goes with the process).
+      // Destroying the worker now could trip the same assertion: leave UCX's state to the
+      // process exit (its shared memory is already marked for removal), held where leak
+      // checkers see it is kept on purpose.
+      left_to_process_exit().push_back({context, worker, address});
+      worker = nullptr;
+      context = nullptr;
+      address = nullptr;
       return;
     }
     if (address != nullptr) ucp_worker_release_address(worker, address);

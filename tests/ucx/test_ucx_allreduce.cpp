@@ -13,7 +13,8 @@
 //                                size mismatches, cancelled receives, a second transport
 //          huge                  one message of 2^31 + 16 bytes from every rank to the next
 //                                (beyond any int count; ~9 GB of memory at n = 2: run by hand)
-//          stop                  the last rank SIGSTOPs itself: every other rank gets Timeout
+//          stop                  the last rank SIGSTOPs itself: every other rank gets Timeout (or
+//                                RemoteError from a peer that timed out first)
 //          kill                  the last rank SIGKILLs itself: every other rank gets an error
 //
 // Inputs are chosen so every partial sum is exact in every dtype (quarters in fp16/fp32,
@@ -397,10 +398,14 @@ int dead_peer(UcxTransport& t, bool kill) {
     outcome = "no error";
   } catch (const Error& e) {
     const double took = seconds_since(t0);
-    // stop: Timeout, after the timeout; kill: RemoteError (the dead process is seen) or
-    // Timeout (a rank that only waits for a live rank that itself gave up).
+    // stop: Timeout, after the timeout, or RemoteError from a rank whose own timeout came a
+    // moment earlier and told the others it gave up (the cascade of docs/reliability.md);
+    // kill: RemoteError (the dead process is seen) or Timeout (a rank that only waits for a
+    // live rank that itself gave up).
+    const bool told_by_a_peer_that_timed_out = e.code() == ErrorCode::RemoteError && took >= 0.9 * timeout_s &&
+                                               std::string(e.what()).find("gave up") != std::string::npos;
     ok = kill ? (e.code() == ErrorCode::RemoteError || e.code() == ErrorCode::Timeout)
-              : e.code() == ErrorCode::Timeout;
+              : (e.code() == ErrorCode::Timeout || told_by_a_peer_that_timed_out);
     ok = ok && took < timeout_s + 10;
     outcome = std::string(to_string(e.code())) + " after " + std::to_string(took) + " s: " + e.what();
   }
