@@ -2,6 +2,7 @@
 #include "runtime/mpi_engine.hpp"
 
 #include "runtime/transport_agreement.hpp"
+#include "runtime/transport_allreduce.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -117,7 +118,8 @@ void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t
 }
 
 void MpiEngine::reserve_native(std::size_t bytes) {
-  const std::size_t want = std::min(bytes, kNativeStageBytes);
+  // Recursive doubling needs the running partial and a receive buffer.
+  const std::size_t want = bytes <= kTransportNativeMaxBytes ? 2 * bytes : std::min(bytes, kNativeStageBytes);
   if (native_stage_bytes_ >= want) return;
   // Not zero-filled: pages are touched only by use. Never shrinks (the staging of the largest
   // message so far, at most kNativeStageBytes).
@@ -126,12 +128,37 @@ void MpiEngine::reserve_native(std::size_t bytes) {
 }
 
 void MpiEngine::native_allreduce_bounded(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
-                                         ReduceOp op, double timeout_s) {
+                                         ReduceOp op, double timeout_s, int tag) {
   if (native_pending_ != MPI_REQUEST_NULL)  // the session is broken after a timeout; never reuse the buffer
     throw Error(ErrorCode::Internal, "MpiEngine: an earlier native AllReduce is still pending");
-  const auto [type, mop] = mpi_type_op(dtype, op);
   const std::size_t es = size_of(dtype);
   reserve_native(count * es);  // sized when auto's configuration was made: no allocation here
+  if (count * es <= kTransportNativeMaxBytes) {
+    // Both buffers in the staging memory: a receive a timeout leaves behind writes only there.
+    std::byte* partial = native_stage_.get();
+    device_.copy(partial, sendbuf, count * es);
+    // Every buffer sent from is the staging memory, which nothing rewrites after a failure: a
+    // receive that completed read what its sender meant, and the per-round probe for notices
+    // (a yield on a shared core) can go. A rank that gave up is still seen by the 0.1 s probes
+    // of a round that waits on it.
+    const double own = transport_.timeout();  // the session's timeout for this call, as agree_max
+    transport_.set_timeout(timeout_s);
+    transport_.set_check_notices_after_receives(false);
+    void* result = nullptr;
+    try {
+      result = transport_allreduce(transport_, device_, partial, partial + count * es, count, dtype, op, tag);
+    } catch (...) {
+      transport_.set_timeout(own);
+      transport_.set_check_notices_after_receives(true);
+      throw;
+    }
+    transport_.set_timeout(own);
+    transport_.set_check_notices_after_receives(true);
+    device_.copy(recvbuf, result, count * es);
+    if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
+    return;
+  }
+  const auto [type, mop] = mpi_type_op(dtype, op);
   // Piece by piece through the engine's staging buffer: copied in, reduced there in place,
   // copied out. A timed-out request then reads and writes only the engine's memory, never the
   // caller's. One deadline for the whole call.

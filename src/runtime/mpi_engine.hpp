@@ -2,8 +2,8 @@
 // memory and loops (CpuDevice), the agreement as transport_max over MpiTransport on a tag of its
 // own (point to point: a timed-out agreement leaves no collective pending that MPI_Finalize
 // trips over, and a rank in the argument check is visible to a peer in a data phase, issue #22),
-// MPI_Allreduce as `native` (auto's native: MPI_Iallreduce into engine-owned memory, bounded by
-// the timeout).
+// MPI_Allreduce as `native` (auto's native, bounded by the timeout in engine-owned memory:
+// recursive doubling over MpiTransport up to kTransportNativeMaxBytes, MPI_Iallreduce above).
 #pragma once
 #include <mpi.h>
 
@@ -37,7 +37,7 @@ class MpiEngine final : public Engine {
   void agree_max(std::span<std::int64_t> values, double timeout_s) override;
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op) override;
   void native_allreduce_bounded(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
-                                double timeout_s) override;
+                                double timeout_s, int tag) override;
   void reserve_native(std::size_t bytes) override;
   void reserve_exchange(std::size_t values) override {
     Engine::reserve_exchange(values);
@@ -56,6 +56,11 @@ class MpiEngine final : public Engine {
   // request stays pending and reads and writes here (never the caller's buffers) whenever the
   // late peer joins. At most kNativeStageBytes: larger messages go through it in pieces.
   static constexpr std::size_t kNativeStageBytes = std::size_t{32} << 20;
+  // Up to this size auto's native is recursive doubling over the transport (transport_allreduce):
+  // Open MPI 4.1's MPI_Iallreduce costs ~1.8× its MPI_Allreduce at 8–256 B, recursive doubling
+  // the same as MPI_Allreduce; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md
+  // "Small messages", 8 ranks on the 2-core VM).
+  static constexpr std::size_t kTransportNativeMaxBytes = 2048;
   std::unique_ptr<std::byte[]> native_stage_;
   std::size_t native_stage_bytes_ = 0;
   MPI_Request native_pending_ = MPI_REQUEST_NULL;

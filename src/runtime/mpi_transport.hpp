@@ -47,6 +47,13 @@ class MpiTransport final : public Transport {
   MPI_Comm comm() const { return comm_; }
   // A timeout left a receive that could not be cancelled: it may still write its buffer.
   bool abandoned_receives() const { return abandoned_receives_; }
+  // Whether a round whose receives completed looks for "gave up" notices before it counts as a
+  // success (default true): needed when a sender's buffer may be rewritten after it gave up (the
+  // executor works in the caller's buffers; reliability.md row 15). A caller whose every send
+  // buffer is engine memory that nothing rewrites after a failure may turn it off: the probe
+  // costs a yield per round when ranks share cores (Open MPI progresses and yields in
+  // MPI_Iprobe), which doubled the time of an 8-byte recursive doubling on 8 ranks / 2 cores.
+  void set_check_notices_after_receives(bool check) { check_notices_after_receives_ = check; }
 
  private:
   struct Pending {
@@ -72,6 +79,7 @@ class MpiTransport final : public Transport {
   double timeout_s_;
   std::size_t max_piece_ = std::size_t{1} << 30;
   bool abandoned_receives_ = false;
+  bool check_notices_after_receives_ = true;
   std::vector<MPI_Request> requests_;  // reused: no allocation per round once warmed up
   std::vector<Pending> pending_;
 };

@@ -401,7 +401,7 @@ void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* se
                   std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded) {
   if (algorithm == Algorithm::native && nranks_ > 1) {
     if (bounded)
-      engine_.native_allreduce_bounded(sendbuf, recvbuf, count, dtype, op, timeout_s_);
+      engine_.native_allreduce_bounded(sendbuf, recvbuf, count, dtype, op, timeout_s_, tag);
     else
       engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op);
     return;

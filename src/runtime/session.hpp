@@ -59,9 +59,10 @@ class Engine {
   // timeout promise whatever it picks. An engine whose native can block forever (MPI_Allreduce)
   // overrides this with a bounded form that, like agree_max, leaves nothing pending that writes
   // the caller's memory; the default is for natives that are bounded already (NCCL polled by the
-  // front-end, Gloo with its own timeout).
+  // front-end, Gloo with its own timeout). `tag` is the configuration's, for an engine that moves
+  // the data through its transport.
   virtual void native_allreduce_bounded(const void* sendbuf, void* recvbuf, std::size_t count, DataType t,
-                                        ReduceOp op, double /*timeout_s*/) {
+                                        ReduceOp op, double /*timeout_s*/, int /*tag*/) {
     native_allreduce(sendbuf, recvbuf, count, t, op);
   }
   // Called when an auto configuration that may run native is created, with its size in bytes:

@@ -22,6 +22,7 @@
 #include "runtime/element.hpp"
 #include "runtime/session.hpp"
 #include "runtime/transport_agreement.hpp"
+#include "runtime/transport_allreduce.hpp"
 #include "thread_engine.hpp"
 
 // ---- counting allocations (hot-path test) ------------------------------------------------------
@@ -496,6 +497,62 @@ TEST(TransportAgreement, EveryRankGetsTheElementwiseMaxForAnyN) {
     const std::vector<std::int64_t> want = {n - 1, 0, (argmax * 7919) % 13, 1000};
     for (int r = 0; r < n; ++r) EXPECT_EQ(got[static_cast<std::size_t>(r)], want) << "n=" << n << " rank " << r;
   }
+}
+
+// ---- auto's small-message native over a bare transport (recursive doubling) -------------------------
+// Every n up to 9 and two more (the fold for n not a power of two), every dtype and op: exact
+// against a float64 reference on small integers, and identical bits on every rank for inputs
+// whose sum rounds (each pairwise step must compute the same value on both partners).
+TEST(TransportAllreduce, ExactAndIdenticalOnEveryRankForAnyN) {
+  const std::size_t count = 37;
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16})
+    for (DataType t : {DataType::float32, DataType::float64, DataType::float16, DataType::bfloat16, DataType::int32,
+                       DataType::int64})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max})
+        for (bool rounding : {false, true}) {
+          if (rounding && (op != ReduceOp::sum || t == DataType::int32 || t == DataType::int64)) continue;
+          const std::size_t es = size_of(t);
+          auto input = [&](int r, std::size_t i) -> double {
+            if (rounding) return 1.0 / (3.0 + r + 7.0 * static_cast<double>(i));  // sums that round
+            if (op == ReduceOp::prod) return ((r + static_cast<int>(i)) % 3 == 0) ? 2.0 : 1.0;
+            return static_cast<double>((r * 5 + static_cast<int>(i) * 3) % 11) - 5.0;
+          };
+          testing::ThreadHub hub(n);
+          std::vector<std::vector<std::byte>> got(static_cast<std::size_t>(n));
+          std::vector<std::string> errors(static_cast<std::size_t>(n));
+          std::vector<std::thread> threads;
+          for (int r = 0; r < n; ++r)
+            threads.emplace_back([&, r] {
+              testing::ThreadTransport tr(hub, r);
+              CpuDevice device;
+              std::vector<std::byte> data(count * es), spare(count * es);
+              for (std::size_t i = 0; i < count; ++i) store_element(data.data(), i, t, input(r, i));
+              try {
+                void* out = detail::transport_allreduce(tr, device, data.data(), spare.data(), count, t, op, 5);
+                const auto* b = static_cast<const std::byte*>(out);
+                got[static_cast<std::size_t>(r)].assign(b, b + count * es);
+              } catch (const Error& e) {
+                errors[static_cast<std::size_t>(r)] = e.what();
+              }
+            });
+          for (auto& th : threads) th.join();
+          const std::string what = "n=" + std::to_string(n) + " " + to_string(t) + " " + to_string(op) +
+                                   (rounding ? " (rounding sums)" : "");
+          for (int r = 0; r < n; ++r) {
+            ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << what << " rank " << r;
+            EXPECT_EQ(got[static_cast<std::size_t>(r)], got[0]) << what << ": rank " << r << " differs from rank 0";
+          }
+          if (rounding) continue;
+          for (std::size_t i = 0; i < count; ++i) {
+            double want = input(0, i);
+            for (int r = 1; r < n; ++r) {
+              const double x = input(r, i);
+              want = op == ReduceOp::sum ? want + x : op == ReduceOp::prod ? want * x
+                     : op == ReduceOp::min ? std::min(want, x) : std::max(want, x);
+            }
+            EXPECT_EQ(load_element(got[0].data(), i, t), want) << what << " element " << i;
+          }
+        }
 }
 
 // ---- the hot path makes no heap allocation ----------------------------------------------------------

@@ -88,3 +88,19 @@ def test_benchmark_under_torchrun(tmp_path):
     rows = json.loads(out.read_text())["rows"]
     assert [r["mode"] for r in rows] == ["gloo", "stragglar", "stragglar:ring"]
     assert all(r["wrong"] == 0 for r in rows), rows
+
+
+def test_latency_benchmark_checks_every_mode(tmp_path):
+    # --latency: back-to-back small all_reduce in alternating blocks; auto at 8 B runs the
+    # bounded native (Gloo) with no policy; every mode's last call checked exactly.
+    out = tmp_path / "latency.json"
+    cmd = [sys.executable, "-m", "stragglar.torch.bench", "--nproc", "3", "--size", "8", "--latency",
+           "--calls", "40", "--blocks", "4", "--modes", "gloo,stragglar:auto,stragglar:native", "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    import json
+
+    result = json.loads(out.read_text())
+    assert result["latency"] and result["calls"] == 40 and result["bytes"] == 8
+    assert [r["mode"] for r in result["rows"]] == ["gloo", "stragglar:auto", "stragglar:native"]
+    assert all(r["wrong"] == 0 and r["us_per_call"] > 0 for r in result["rows"]), result["rows"]

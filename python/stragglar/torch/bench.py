@@ -18,6 +18,11 @@ exposed = latest exit - the straggler's entry (what the collective costs once th
 there) and time = latest exit, and prints medians over iterations. Results are checked exactly
 (small integers) on every rank after the timed iterations.
 
+--latency (small messages, nobody late): each mode's --calls all_reduce calls are split into --blocks
+blocks; the blocks of the modes alternate (mode A block 1, mode B block 1, ..., mode A block 2, ...)
+so that both see the same machine load; each block starts at a Gloo barrier, its time is the latest
+rank's; a mode's figure is its median block / calls per block, and "/ gloo" its time over Gloo's.
+
 Without torchrun the ranks are started here (torch.multiprocessing spawn, a FileStore), each with
 torch.set_num_threads(--threads) (default 1: with 8 ranks on 2 cores, torch's intra-op threads
 would otherwise fight over the cores).
@@ -60,6 +65,11 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads per rank [1]")
     p.add_argument("--timeout-s", type=float, default=120.0, help="process group timeout [120]")
     p.add_argument("--json", help="write the rows (and every rank's per-iteration times) here")
+    p.add_argument("--latency", action="store_true",
+                   help="small-message latency instead: --calls back-to-back all_reduce of --size per mode, "
+                        "in blocks alternating between the modes, nobody late (see below)")
+    p.add_argument("--calls", type=int, default=10000, help="with --latency: calls per mode [10000]")
+    p.add_argument("--blocks", type=int, default=50, help="with --latency: blocks the calls are split into [50]")
     args = p.parse_args(argv)
     for m in args.modes.split(","):
         if m != "gloo" and m != "stragglar" and not m.startswith("stragglar:"):
@@ -79,6 +89,66 @@ def make_groups(modes, straggler):
             algo = mode.split(":", 1)[1] if ":" in mode else "stragglar"
             groups[mode] = st.new_group(options=st.Options(algorithm=algo, straggler=straggler))
     return groups
+
+
+def run_latency(args, rank: int, world: int) -> dict | None:
+    """--latency: per-call time of back-to-back all_reduce, modes in alternating blocks."""
+    torch.set_num_threads(args.threads)
+    load = os.getloadavg()
+    modes = args.modes.split(",")
+    straggler = args.straggler if args.straggler >= 0 else world - 1
+    count = max(1, parse_size(args.size) // 4)
+    groups = make_groups(modes, straggler)
+    per_block = max(1, args.calls // args.blocks)
+    buffers = {m: torch.ones(count, dtype=torch.float32) for m in modes}
+    for mode in modes:  # first calls (configuration set-up, connections) off the clock
+        for _ in range(min(per_block, 100)):
+            dist.all_reduce(buffers[mode], group=groups[mode])
+    blocks = {m: [] for m in modes}
+    for _ in range(args.blocks):
+        for mode in modes:
+            buf, group = buffers[mode], groups[mode]
+            buf.fill_(1.0)
+            dist.barrier()
+            start = time.perf_counter()
+            for _ in range(per_block):
+                dist.all_reduce(buf, group=group)
+                buf.fill_(1.0)  # keeps the values exact (world) in every dtype; the same cost in every mode
+            blocks[mode].append(time.perf_counter() - start)
+    wrong = {}
+    for m in modes:  # one more call, checked exactly (the timed ones refill their buffer)
+        buffers[m].fill_(1.0)
+        dist.all_reduce(buffers[m], group=groups[m])
+        wrong[m] = int((buffers[m] != float(world)).sum())
+    gathered = [None] * world
+    dist.all_gather_object(gathered, {"blocks": blocks, "wrong": wrong})
+    if rank != 0:
+        return None
+    rows = []
+    for mode in modes:
+        latest = [max(g["blocks"][mode][i] for g in gathered) for i in range(args.blocks)]
+        rows.append({
+            "mode": mode,
+            "backend": "gloo" if mode == "gloo" else "stragglar",
+            "algorithm": "gloo" if mode == "gloo" else (mode.split(":", 1)[1] if ":" in mode else "stragglar"),
+            "us_per_call": statistics.median(latest) / per_block * 1e6,
+            "min_us_per_call": min(latest) / per_block * 1e6,
+            "wrong": sum(g["wrong"][mode] for g in gathered),
+        })
+    return {"nranks": world, "bytes": count * 4, "calls": per_block * args.blocks, "blocks": args.blocks,
+            "threads": args.threads, "load": load, "rows": rows, "latency": True}
+
+
+def print_latency_table(result: dict) -> None:
+    gloo = next((r["us_per_call"] for r in result["rows"] if r["mode"] == "gloo"), None)
+    print(f"# {result['nranks']} ranks, {result['bytes']} B float32 SUM, nobody late, {result['calls']} calls per "
+          f"mode in {result['blocks']} alternating blocks, median block, load average {result['load'][0]:.2f} "
+          f"before the run")
+    print(f"{'mode':<20} {'us/call':>10} {'min':>9} {'/ gloo':>8} {'#wrong':>7}")
+    for r in result["rows"]:
+        ratio = f"{r['us_per_call'] / gloo:.3f}x" if gloo else "-"
+        print(f"{r['mode']:<20} {r['us_per_call']:>10.2f} {r['min_us_per_call']:>9.2f} {ratio:>8} {r['wrong']:>7}")
+    sys.stdout.flush()
 
 
 def run_rank(args, rank: int, world: int) -> dict | None:
@@ -160,9 +230,9 @@ def _spawned(rank: int, world: int, store_path: str, args) -> None:
 
 
 def finish(args, rank: int, world: int) -> None:
-    result = run_rank(args, rank, world)
+    result = (run_latency if args.latency else run_rank)(args, rank, world)
     if result is not None:
-        print_table(result)
+        (print_latency_table if args.latency else print_table)(result)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(result, f, indent=1)
