@@ -43,9 +43,13 @@ class MpiEngine final : public Engine {
     Engine::reserve_exchange(values);
     agreement_scratch_.reserve(2 * values);
   }
-  // Whether a timed-out bounded native has completed (then its buffer may go), waiting for it at
-  // most `timeout_s`: the late peer has usually joined by the time the communicator is freed.
-  bool settle(double timeout_s) { return settle_request(native_pending_, timeout_s); }
+  // Whether the engine's memory may go: a timed-out bounded native has completed (waiting for it
+  // at most `timeout_s`: the late peer has usually joined by the time the communicator is freed),
+  // and no receive a timeout could not cancel may still write the staging or agreement buffers
+  // (small messages are eager, so this is a guard, not a case seen).
+  bool settle(double timeout_s) {
+    return settle_request(native_pending_, timeout_s) && !transport_.abandoned_receives();
+  }
 
  private:
   MPI_Comm comm_;
