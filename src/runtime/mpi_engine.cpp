@@ -38,6 +38,26 @@ MPI_Op half_op(ReduceOp op) {
   }
 }
 
+// The transport's timeout and notice check for the rounds of one call that runs outside the
+// executor (the agreement, auto's small native), restored however the call ends.
+class TransportSettings {
+ public:
+  TransportSettings(MpiTransport& t, double timeout_s, bool check_notices) : t_(t), own_(t.timeout()) {
+    t_.set_timeout(timeout_s);
+    t_.set_check_notices_after_receives(check_notices);
+  }
+  ~TransportSettings() {
+    t_.set_timeout(own_);
+    t_.set_check_notices_after_receives(true);
+  }
+  TransportSettings(const TransportSettings&) = delete;
+  TransportSettings& operator=(const TransportSettings&) = delete;
+
+ private:
+  MpiTransport& t_;
+  double own_;
+};
+
 }  // namespace
 
 bool settle_request(MPI_Request& request, double timeout_s) {
@@ -64,15 +84,8 @@ const char* MpiEngine::buffer_problem(const void*, const void* recvbuf) const {
 
 void MpiEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
   // The session's timeout for this agreement; the transport's own for every other round.
-  const double own = transport_.timeout();
-  transport_.set_timeout(timeout_s);
-  try {
-    transport_max(transport_, values, agreement_scratch_, transport_.agreement_tag());
-  } catch (...) {
-    transport_.set_timeout(own);
-    throw;
-  }
-  transport_.set_timeout(own);
+  const TransportSettings during(transport_, timeout_s, /*check_notices=*/true);
+  transport_max(transport_, values, agreement_scratch_, transport_.agreement_tag());
 }
 
 namespace {
@@ -141,19 +154,11 @@ void MpiEngine::native_allreduce_bounded(const void* sendbuf, void* recvbuf, std
     // receive that completed read what its sender meant, and the per-round probe for notices
     // (a yield on a shared core) can go. A rank that gave up is still seen by the 0.1 s probes
     // of a round that waits on it.
-    const double own = transport_.timeout();  // the session's timeout for this call, as agree_max
-    transport_.set_timeout(timeout_s);
-    transport_.set_check_notices_after_receives(false);
     void* result = nullptr;
-    try {
+    {
+      const TransportSettings during(transport_, timeout_s, /*check_notices=*/false);  // the session's timeout
       result = transport_allreduce(transport_, device_, partial, partial + count * es, count, dtype, op, tag);
-    } catch (...) {
-      transport_.set_timeout(own);
-      transport_.set_check_notices_after_receives(true);
-      throw;
     }
-    transport_.set_timeout(own);
-    transport_.set_check_notices_after_receives(true);
     device_.copy(recvbuf, result, count * es);
     if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
     return;

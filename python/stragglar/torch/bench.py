@@ -77,6 +77,12 @@ def parse_args(argv=None):
     return args
 
 
+def mode_fields(mode: str) -> dict:
+    """A result row's mode, backend and algorithm."""
+    algorithm = "gloo" if mode == "gloo" else (mode.split(":", 1)[1] if ":" in mode else "stragglar")
+    return {"mode": mode, "backend": "gloo" if mode == "gloo" else "stragglar", "algorithm": algorithm}
+
+
 def make_groups(modes, straggler):
     """One process group per mode (collective: every rank makes them in the same order)."""
     import stragglar.torch as st
@@ -128,9 +134,7 @@ def run_latency(args, rank: int, world: int) -> dict | None:
     for mode in modes:
         latest = [max(g["blocks"][mode][i] for g in gathered) for i in range(args.blocks)]
         rows.append({
-            "mode": mode,
-            "backend": "gloo" if mode == "gloo" else "stragglar",
-            "algorithm": "gloo" if mode == "gloo" else (mode.split(":", 1)[1] if ":" in mode else "stragglar"),
+            **mode_fields(mode),
             "us_per_call": statistics.median(latest) / per_block * 1e6,
             "min_us_per_call": min(latest) / per_block * 1e6,
             "wrong": sum(g["wrong"][mode] for g in gathered),
@@ -194,9 +198,7 @@ def run_rank(args, rank: int, world: int) -> dict | None:
             exposed.append(latest - gathered[straggler]["times"][mode][i][0])
             total.append(latest)
         rows.append({
-            "mode": mode,
-            "backend": "gloo" if mode == "gloo" else "stragglar",
-            "algorithm": "gloo" if mode == "gloo" else (mode.split(":", 1)[1] if ":" in mode else "stragglar"),
+            **mode_fields(mode),
             "exposed_ms": statistics.median(exposed) * 1e3,
             "exposed_min_ms": min(exposed) * 1e3,
             "exposed_max_ms": max(exposed) * 1e3,
