@@ -383,7 +383,7 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
       const double ratio = std::isfinite(e.predicted) && std::isfinite(s->predicted_s) ? e.predicted / s->predicted_s : 1.0;
       const double v = s->exposed_s * ratio;
       all_values.push_back(v);
-      if (std::abs(ratio - 1) <= config_.fresh_tolerance && window - s->window <= config_.stale_windows)
+      if (!s->first_use && std::abs(ratio - 1) <= config_.fresh_tolerance && window - s->window <= config_.stale_windows)
         e.fresh_values.push_back(v);
     }
     e.fresh = static_cast<int>(e.fresh_values.size());
@@ -414,7 +414,8 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
   std::vector<double>& calib = values_;
   calib.clear();
   for (std::size_t k = 0; k < cands_.size(); ++k)
-    if (!cands_[k].samples.empty() && std::isfinite(est_[k].predicted)) calib.push_back(est_[k].value / est_[k].predicted);
+    if (!cands_[k].samples.empty() && !cands_[k].first_use_only() && std::isfinite(est_[k].predicted))
+      calib.push_back(est_[k].value / est_[k].predicted);
   const double scale = lower_median(calib, work_);
   for (std::size_t k = 0; k < cands_.size(); ++k)
     if (cands_[k].samples.empty()) est_[k].value = est_[k].predicted * scale;  // NaN when either is unknown
@@ -451,7 +452,9 @@ void StragglerPolicy::plan_exploration(int best) {
     if (window - c.burst_start >= config_.refresh_windows) c.burst_start = window, c.burst_calls = 0;
     int calls = 0;
     const bool unknown = !std::isfinite(e.value);
-    const int have = static_cast<int>(c.samples.size());
+    // A first-use measurement alone (native's, from the configuration's first call) does not
+    // count: the candidate is ranked by the model, as if never measured, and measured again.
+    const int have = c.first_use_only() ? 0 : static_cast<int>(c.samples.size());
     // Far candidates (beyond the band) are not measured at all: the model, scaled by what was
     // measured, rules them out (a 300 ms straggler: ring, rhd and native are not run once).
     if (unknown)
@@ -681,14 +684,17 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       if (c.uses_straggler) continue;
       d = 0;
     }
+    const bool first_use = first + j == 0 && config_.first_call_synchronised;
+    if (c.first_use_only()) c.samples.clear();  // a later call replaces the first-use measurement
     if (c.samples.size() == static_cast<std::size_t>(config_.history)) c.samples.erase(c.samples.begin());
-    c.samples.push_back({exposed[uj], predict(Choice{c.algorithm, r.straggler, set_span(r.set)}, d), window});
+    c.samples.push_back({exposed[uj], predict(Choice{c.algorithm, r.straggler, set_span(r.set)}, d), window, first_use});
   }
   estimate_all(delay_s_, delay_target, persistence, delay_set, set_persistence);
 
   int best = -1;
   for (std::size_t k = 0; k < est_.size(); ++k)
-    if (std::isfinite(est_[k].value) && (best < 0 || est_[k].value < est_[static_cast<std::size_t>(best)].value))
+    if (std::isfinite(est_[k].value) && !cands_[k].first_use_only() &&  // a cold first call: measured again first
+        (best < 0 || est_[k].value < est_[static_cast<std::size_t>(best)].value))
       best = static_cast<int>(k);
 
   // Hysteresis. Measured against measured: the challenger must be faster by switch_margin plus

@@ -176,12 +176,16 @@ class StragglerPolicy {
     double exposed_s;    // measured: the shortest in-call time of the call
     double predicted_s;  // the model at the overlap this choice could use in that call; NaN: none
     std::int64_t window; // decision index it came in
+    bool first_use;      // taken in the configuration's first call (first-use costs): replaced by the next
   };
   struct Candidate {
     Algorithm algorithm;
     bool uses_straggler;
     bool uses_set;  // stragglar-k, hierarchical: told target_set_
     std::vector<Sample> samples;  // oldest first, at most config.history
+    // Only a first-use measurement so far: it may not rule the candidate out (docs/auto.md "The
+    // first calls"); it gives an estimate, but no fresh one, and the model ranks the candidate.
+    bool first_use_only() const { return samples.size() == 1 && samples.front().first_use; }
     std::int64_t burst_start = -1000000;  // decision that opened its current exploration budget
     int burst_calls = 0;                  // exploration calls planned since then
   };

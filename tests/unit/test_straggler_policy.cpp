@@ -790,6 +790,32 @@ TEST(StragglerPolicy, EveryArrivalPatternStaysNearTheBestFixedEntry) {
       }
 }
 
+TEST(StragglerPolicy, AColdFirstCallDoesNotRuleNativeOut) {
+  // Native is the fastest here, but the configuration's first call (the only one that measures
+  // it unasked) pays first-use costs: 3x (NCCL connects its channels on the first collective; on
+  // MPI the library's first touch of a size). That measurement alone must not rule it out: it is
+  // measured again (docs/auto.md "The first calls") and chosen. Host engines (decide every call)
+  // and lag engines (record 2 calls and decide 1 call late, every P calls).
+  Costs fast_native;
+  fast_native.native = 0.120;
+  Costs cold = fast_native;
+  cold.native = 3 * fast_native.native;
+  for (int lag : {0, 1})
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      PolicyConfig cfg = config8();
+      cfg.first_call_synchronised = true;
+      cfg.exchange_every = lag ? 0 : 1;
+      Job job(cfg, model_predictor(fast_native), seed, lag ? 2 : 0, lag);
+      Noise z;
+      z.outlier_p = 0;  // this is about the first call; slow outliers are the next test's subject
+      job.call(World{}, cold, z);  // the configuration's first call: native, cold
+      int native = 0;
+      for (int i = 0; i < 40; ++i) native += job.call(World{}, fast_native, z).algorithm == Algorithm::native && i >= 15;
+      EXPECT_EQ(job.rank0().incumbent().algorithm, Algorithm::native) << "seed " << seed << " lag " << lag;
+      EXPECT_GE(native, 22) << "seed " << seed << " lag " << lag;  // of the last 25 calls
+    }
+}
+
 TEST(StragglerPolicy, AStragglerThatDoesNotPersistIsNotFollowed) {
   // Two ranks late together, every rank a little late: no rank is late in most calls, so
   // StragglAR is never told a rank on a guess (it runs only as a bounded exploration). A random
