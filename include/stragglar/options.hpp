@@ -50,6 +50,8 @@ struct StragglerReport {
   std::vector<double> scores;                  // per rank, in [0, 1]: how late it came (1: latest)
   std::int64_t calls = 0;                      // auto calls so far
   std::int64_t decisions = 0;                  // exchanges of measurements so far
+  int ranks_per_host = 0;                      // the communicator's hosts (2+ host-major hosts of
+                                               // this many ranks; hierarchical's), 0: one host or none such
 };
 
 // Options{} with the STRAGGLAR_ALGORITHM, STRAGGLAR_STRAGGLER and STRAGGLAR_PIPELINE

@@ -101,9 +101,15 @@ int calls_per_exchange(PredictionCache& model, int nranks, const CostModel& cost
 
 }  // namespace
 
-Options with_auto_cost(const Options& o, const Engine& engine) {
+Options with_auto_cost(const Options& o, const Engine& engine, int ranks_per_host) {
   Options x = o;
-  if (!x.cost) x.cost = engine.auto_cost_model();
+  if (x.cost) return x;  // the caller's model, hosts and all
+  x.cost = engine.auto_cost_model();
+  if (ranks_per_host > 0 && x.cost->ranks_per_host == 0) {
+    // Hosts known from the communicator, links between them not measured: one link class.
+    x.cost->ranks_per_host = ranks_per_host;
+    if (x.cost->inter_beta_s_per_byte == 0) x.cost->inter_beta_s_per_byte = x.cost->beta_s_per_byte;
+  }
   return x;
 }
 

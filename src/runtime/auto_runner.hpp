@@ -21,8 +21,9 @@ class Engine;
 
 // The options auto decides with: `o` with its cost model resolved — Options::cost, else the
 // engine's default for auto (Engine::auto_cost_model: STRAGGLAR_* if set, else the GPU model, or
-// the host model on host engines; docs/auto.md "The cost model per engine").
-Options with_auto_cost(const Options& o, const Engine& engine);
+// the host model on host engines; docs/auto.md "The cost model per engine"), given the
+// communicator's hosts when it spans several (`ranks_per_host`, hosts.hpp; one link class).
+Options with_auto_cost(const Options& o, const Engine& engine, int ranks_per_host = 0);
 
 // Small messages (docs/auto.md "Small messages"): true when the model (o.cost, resolved by
 // with_auto_cost) says no schedule can win at any delay, so auto runs the engine's bounded

@@ -14,6 +14,7 @@
 
 #include "plan/plan_cache.hpp"
 #include "runtime/env.hpp"
+#include "runtime/hosts.hpp"
 #include "runtime/late_set.hpp"
 #include "stragglar/simulate.hpp"
 #include "stragglar/verify.hpp"
@@ -242,11 +243,37 @@ void Session::ensure_scratch(std::size_t bytes) {
   scratch_size_ = size;
 }
 
+// At the session's first call, whatever its arguments (so every rank runs it, before the
+// argument check's agreement): every rank's host id, by the same bounded agreement (a max over
+// ranks of one slot each). A few bytes per rank, once per communicator.
+void Session::discover_hosts() {
+  hosts_known_ = true;
+  if (nranks_ < 2) return;
+  std::vector<std::int64_t> host(static_cast<std::size_t>(nranks_), -1);
+  host[static_cast<std::size_t>(rank_)] = engine_.host_id();
+  try {
+    engine_.agree_max(host, timeout_s_);
+  } catch (const Error& e) {
+    const Error wrapped(e.code(), std::string(api_) + ": the exchange of host names at this communicator's first call (rank " +
+                                      std::to_string(rank_) + "): " + e.what());
+    mark_broken(wrapped);
+    throw wrapped;
+  }
+  ranks_per_host_ = host_major_ranks_per_host(host);
+  if (env().debug_info && rank_ == 0)
+    std::fprintf(stderr, "stragglar INFO: %s n=%d: %s\n", api_, nranks_,
+                 ranks_per_host_ ? ("hosts: " + std::to_string(nranks_ / ranks_per_host_) + " of " +
+                                    std::to_string(ranks_per_host_) + " ranks each, host-major (auto's hierarchical candidate)")
+                                       .c_str()
+                                 : "hosts: one, or not host-major with equal sizes (auto without hierarchical)");
+}
+
 // The first call of a configuration: everything is checked and built locally, errors included
 // are carried into one agreement, so every rank fails together or goes on together.
 const Session::Config& Session::first_call(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
                                            DataType dtype, ReduceOp op, const Options& o,
                                            PhaseSelection phases) {
+  if (!hosts_known_) discover_hosts();
   Config cfg;
   std::optional<Error> local;
   std::int64_t resolved_k = 0, cost = 0;
@@ -270,7 +297,7 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
     }
     if (info.kind == AlgorithmKind::automatic) {
       // auto's cost model: the user's, else this engine's default (auto_cost_model.hpp).
-      const Options ao = with_auto_cost(o, engine_);
+      const Options ao = with_auto_cost(o, engine_, ranks_per_host_);
       cost = cost_fingerprint(*ao.cost);
       if (nranks_ > 1 && count > 0) {
         if (auto_runs_native(ao, nranks_, bytes)) {
@@ -414,9 +441,13 @@ void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* se
 }
 
 StragglerReport Session::auto_report() const {
-  if (last_auto_) return last_auto_->report(nranks_);
   StragglerReport r;
-  r.scores.assign(static_cast<std::size_t>(nranks_), 0.0);
+  if (last_auto_) {
+    r = last_auto_->report(nranks_);
+  } else {
+    r.scores.assign(static_cast<std::size_t>(nranks_), 0.0);
+  }
+  r.ranks_per_host = ranks_per_host_;
   return r;
 }
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "runtime/auto_cost_model.hpp"
+#include "runtime/hosts.hpp"
 #include "runtime/auto_runner.hpp"
 #include "runtime/device.hpp"
 #include "runtime/executor.hpp"
@@ -98,6 +99,9 @@ class Engine {
   // env().cost, is the GPU model; host engines return host_engine_auto_cost_model(). The same
   // on every rank (every rank has the same engine); agreed with each auto configuration.
   virtual CostModel auto_cost_model() const { return env().cost; }
+  // Where this rank runs, for the hosts of the communicator (hosts.hpp): equal on the ranks of
+  // one host. The default is the host name's hash; test engines give threads hosts of their own.
+  virtual std::int64_t host_id() const { return this_host_id(); }
 
  private:
   // The defaults' state: host times of calls not taken yet, and the exchange's result.
@@ -138,6 +142,9 @@ class Session {
   const Choice& last_choice() const noexcept { return last_choice_; }
   // The most recently used auto configuration's state (active = false before any auto call).
   StragglerReport auto_report() const;
+  // Ranks per host when the communicator spans 2+ host-major hosts of equal size, else 0; known
+  // from the first call on (hosts.hpp).
+  int ranks_per_host() const noexcept { return ranks_per_host_; }
 
  private:
   // Everything that tells configurations apart; every rank must call with the same key.
@@ -169,6 +176,8 @@ class Session {
                 const Options& opts, PhaseSelection phases) const;
   void check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const;
   void ensure_scratch(std::size_t bytes);
+  // Every rank's host, exchanged at the session's first call (hosts.hpp): ranks_per_host_.
+  void discover_hosts();
   [[noreturn]] void throw_broken() const;
   // auto's plans and its calls, for the AutoRunner (AutoHost).
   class AutoCall;
@@ -185,6 +194,8 @@ class Session {
   std::unordered_map<Key, Config, KeyHash> configs_;
   int next_tag_ = 1;
   double timeout_s_;
+  bool hosts_known_ = false;
+  int ranks_per_host_ = 0;  // host_major_ranks_per_host of this communicator; 0: one host or no layout
   void* scratch_ = nullptr;
   std::size_t scratch_size_ = 0;
   std::optional<Error> broken_;

@@ -777,6 +777,43 @@ int cluster(int per_host) {
                   set ? last_host : std::vector<int>{}});
         ++cases;
       }
+  // auto across hosts: it finds them at the communicator's first call (hosts.hpp) and learns the
+  // late host as its late set; exact, the same choices on every rank (which ones is the host's
+  // business: timings are not tested).
+  const std::size_t count = 1 << 18;
+  std::vector<float> buf(count);
+  const Options o = options_for("auto");
+  std::vector<int> ran;
+  int hierarchical = 0;
+  const bool late = std::find(last_host.begin(), last_host.end(), g_rank) != last_host.end();
+  for (int call = 0; call < 20; ++call) {
+    for (std::size_t i = 0; i < count; ++i) buf[i] = static_cast<float>((g_rank + 1) * static_cast<int>(i % 3));
+    if (late) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD, o);
+    ++g_checked;
+    for (std::size_t i = 0; i < count; ++i)
+      if (buf[i] != static_cast<float>(g_n * (g_n + 1) / 2 * static_cast<int>(i % 3))) {
+        fail("auto across hosts, call " + std::to_string(call) + ": wrong result at " + std::to_string(i));
+        break;
+      }
+    const detail::Choice c = detail::mpi_session(MPI_COMM_WORLD).last_choice();
+    ran.push_back(static_cast<int>(c.algorithm));
+    hierarchical += c.algorithm == Algorithm::hierarchical;
+  }
+  std::vector<int> all(ran.size() * static_cast<std::size_t>(g_n));
+  MPI_Allgather(ran.data(), static_cast<int>(ran.size()), MPI_INT, all.data(), static_cast<int>(ran.size()), MPI_INT,
+                MPI_COMM_WORLD);
+  for (int r = 0; r < g_n; ++r)
+    if (!std::equal(ran.begin(), ran.end(), all.begin() + static_cast<std::ptrdiff_t>(r * ran.size())))
+      fail("auto across hosts: rank " + std::to_string(r) + " ran other choices than rank " + std::to_string(g_rank));
+  const StragglerReport rep = straggler_report(MPI_COMM_WORLD);
+  if (rep.ranks_per_host != per_host)
+    fail("auto across hosts: " + std::to_string(rep.ranks_per_host) + " ranks per host reported, expected " +
+         std::to_string(per_host));
+  if (rep.late_set != last_host) fail("auto across hosts: the late host was not learned as the late set");
+  if (g_rank == 0)
+    std::printf("auto across hosts: %d ranks per host, decided %s, hierarchical in %d of 20 calls\n",
+                rep.ranks_per_host, to_string(rep.algorithm), hierarchical);
   return 0;
 }
 

@@ -477,6 +477,44 @@ TEST(Session, AutoSmallMessageGateFollowsTheEnginesCostModelOnEveryRank) {
   }
 }
 
+// ---- hosts (issue #23): exchanged at the first call, given to auto's cost model --------------------
+// Threads given hosts of their own (ThreadEngine::host): host-major hosts of 4 make every rank
+// see 4 ranks per host (auto's hierarchical candidate and cost model take it; the report shows
+// it); interleaved hosts, or one host, give 0. Results stay exact either way.
+TEST(Session, HostsOfTheCommunicatorAreFoundAtItsFirstCall) {
+  const int n = 8;
+  const std::size_t count = 100003;
+  struct Layout {
+    const char* name;
+    std::function<int(int)> host;  // -1: the process's own host (one host)
+    int want;
+  };
+  const Layout layouts[] = {{"host-major 2 x 4", [](int r) { return r / 4; }, 4},
+                            {"round robin", [](int r) { return r % 2; }, 0},
+                            {"one host", [](int) { return -1; }, 0}};
+  for (const Layout& l : layouts) {
+    std::vector<int> seen(n, -7), reported(n, -7);
+    const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+      e.host = l.host(r);
+      std::vector<float> buf(count, static_cast<float>(r + 1));
+      Options o;
+      o.algorithm = Algorithm::automatic;
+      for (int call = 0; call < 3; ++call) {
+        std::fill(buf.begin(), buf.end(), static_cast<float>(r + 1));
+        s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
+        for (std::size_t i = 0; i < count; i += 997) ASSERT_EQ(buf[i], static_cast<float>(n * (n + 1) / 2));
+      }
+      seen[static_cast<std::size_t>(r)] = s.ranks_per_host();
+      reported[static_cast<std::size_t>(r)] = s.auto_report().ranks_per_host;
+    });
+    for (const std::string& e : errors) ASSERT_EQ(e, "") << l.name;
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(seen[static_cast<std::size_t>(r)], l.want) << l.name << " rank " << r;
+      EXPECT_EQ(reported[static_cast<std::size_t>(r)], l.want) << l.name << " rank " << r;
+    }
+  }
+}
+
 // ---- the agreement over a bare transport (engines without a collective: UCX) -----------------------
 TEST(TransportAgreement, EveryRankGetsTheElementwiseMaxForAnyN) {
   for (int n = 1; n <= 9; ++n) {

@@ -58,6 +58,9 @@ class ThreadEngine final : public detail::Engine {
   Transport& transport() override { return transport_; }
   Device& device() override { return device_; }
   CostModel auto_cost_model() const override { return detail::host_engine_auto_cost_model(); }  // a host engine
+  // Threads of one process share a host name: a test may give each its own host.
+  std::int64_t host_id() const override { return host >= 0 ? host : Engine::host_id(); }
+  std::int64_t host = -1;
   int tag() const { return transport_.tag(); }
 
   void agree_max(std::span<std::int64_t> values, double) override {

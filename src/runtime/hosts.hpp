@@ -1,0 +1,19 @@
+// Which ranks share a host (issue #23, docs/auto.md "Hosts"): every rank's host name, exchanged
+// once per communicator, gives auto the hosts for its `hierarchical` candidate and its cost model.
+#pragma once
+#include <cstdint>
+#include <span>
+
+namespace stragglar::detail {
+
+// This process's host, as a non-negative 63-bit hash of its host name (gethostname; the UTS
+// name, so each "host" of scripts/cluster.sh is one). Equal on every rank of one host.
+std::int64_t this_host_id();
+
+// From every rank's host id (index = rank): the ranks per host when the job spans at least two
+// hosts of equally many ranks, numbered host-major (rank r on host r / R, the layout
+// `hierarchical` and CostModel::ranks_per_host describe); else 0 (one host, uneven hosts, or
+// ranks interleaved across hosts).
+int host_major_ranks_per_host(std::span<const std::int64_t> host_of_rank);
+
+}  // namespace stragglar::detail
