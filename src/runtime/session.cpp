@@ -243,6 +243,18 @@ void Session::ensure_scratch(std::size_t bytes) {
   scratch_size_ = size;
 }
 
+// The engine's agreement within the session's timeout; a failure breaks the session (the ranks
+// are out of step) and names what was being agreed.
+void Session::agree_or_break(std::span<std::int64_t> values, const char* what) {
+  try {
+    engine_.agree_max(values, timeout_s_);
+  } catch (const Error& e) {
+    const Error wrapped(e.code(), std::string(api_) + ": " + what + " (rank " + std::to_string(rank_) + "): " + e.what());
+    mark_broken(wrapped);
+    throw wrapped;
+  }
+}
+
 // At the session's first call, whatever its arguments (so every rank runs it, before the
 // argument check's agreement): every rank's host id, by the same bounded agreement (a max over
 // ranks of one slot each). A few bytes per rank, once per communicator.
@@ -251,14 +263,7 @@ void Session::discover_hosts() {
   if (nranks_ < 2) return;
   std::vector<std::int64_t> host(static_cast<std::size_t>(nranks_), -1);
   host[static_cast<std::size_t>(rank_)] = engine_.host_id();
-  try {
-    engine_.agree_max(host, timeout_s_);
-  } catch (const Error& e) {
-    const Error wrapped(e.code(), std::string(api_) + ": the exchange of host names at this communicator's first call (rank " +
-                                      std::to_string(rank_) + "): " + e.what());
-    mark_broken(wrapped);
-    throw wrapped;
-  }
+  agree_or_break(host, "the exchange of host names at this communicator's first call");
   ranks_per_host_ = host_major_ranks_per_host(host);
   if (env().debug_info && rank_ == 0)
     std::fprintf(stderr, "stragglar INFO: %s n=%d: %s\n", api_, nranks_,
@@ -336,14 +341,7 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
   }
   v[kFailingRank] = local ? -static_cast<std::int64_t>(rank_) : -std::int64_t{INT_MAX};
   v[kTag] = next_tag_;
-  try {
-    engine_.agree_max(v, timeout_s_);
-  } catch (const Error& e) {
-    const Error wrapped(e.code(), std::string(api_) + ": the argument check of a new configuration (rank " +
-                                      std::to_string(rank_) + "): " + e.what());
-    mark_broken(wrapped);
-    throw wrapped;
-  }
+  agree_or_break(v, "the argument check of a new configuration");
   if (local) throw *local;
   if (-v[kFields + kOk] == 0)
     throw Error(ErrorCode::RemoteError, std::string(api_) + ": rank " + std::to_string(-v[kFailingRank]) +

@@ -178,6 +178,7 @@ class Session {
   void ensure_scratch(std::size_t bytes);
   // Every rank's host, exchanged at the session's first call (hosts.hpp): ranks_per_host_.
   void discover_hosts();
+  void agree_or_break(std::span<std::int64_t> values, const char* what);
   [[noreturn]] void throw_broken() const;
   // auto's plans and its calls, for the AutoRunner (AutoHost).
   class AutoCall;

@@ -579,6 +579,16 @@ int mismatch_known() {
   return 0;
 }
 
+// auto's choices (one rank's record, per call) must be the same on every rank.
+void expect_same_choices_on_every_rank(const std::vector<int>& ran, const std::string& what) {
+  std::vector<int> all(ran.size() * static_cast<std::size_t>(g_n));
+  MPI_Allgather(ran.data(), static_cast<int>(ran.size()), MPI_INT, all.data(), static_cast<int>(ran.size()), MPI_INT,
+                MPI_COMM_WORLD);
+  for (int r = 0; r < g_n; ++r)
+    if (!std::equal(ran.begin(), ran.end(), all.begin() + static_cast<std::ptrdiff_t>(r * ran.size())))
+      fail(what + ": rank " + std::to_string(r) + " ran other choices than rank " + std::to_string(g_rank));
+}
+
 // algorithm = auto with rank `late` sleeping before every call: every rank runs the same choice
 // at every call, the results stay exact, and the report (C++ and C) names the late rank.
 int auto_late(int late, int calls, int delay_ms) {
@@ -599,12 +609,7 @@ int auto_late(int late, int calls, int delay_ms) {
     const detail::Choice c = detail::mpi_session(MPI_COMM_WORLD).last_choice();
     ran.push_back(static_cast<int>(c.algorithm) * 10000 + c.straggler + 1);
   }
-  std::vector<int> all(ran.size() * static_cast<std::size_t>(g_n));
-  MPI_Allgather(ran.data(), static_cast<int>(ran.size()), MPI_INT, all.data(), static_cast<int>(ran.size()), MPI_INT,
-                MPI_COMM_WORLD);
-  for (int r = 0; r < g_n; ++r)
-    if (!std::equal(ran.begin(), ran.end(), all.begin() + static_cast<std::ptrdiff_t>(r * ran.size())))
-      fail("auto: rank " + std::to_string(r) + " ran other choices than rank " + std::to_string(g_rank));
+  expect_same_choices_on_every_rank(ran, "auto");
   const StragglerReport rep = straggler_report(MPI_COMM_WORLD);
   if (!rep.active || rep.late_rank != late || rep.calls != calls)
     fail("auto report: active " + std::to_string(rep.active) + ", late rank " + std::to_string(rep.late_rank) +
@@ -653,12 +658,7 @@ int auto_late_set(int calls, int delay_ms) {
     for (std::size_t i = 0; i < 4; ++i) ran.push_back(i < c.late.size() ? c.late[i] : -1);
     k_calls += c.algorithm == Algorithm::stragglar_k;
   }
-  std::vector<int> all(ran.size() * static_cast<std::size_t>(g_n));
-  MPI_Allgather(ran.data(), static_cast<int>(ran.size()), MPI_INT, all.data(), static_cast<int>(ran.size()), MPI_INT,
-                MPI_COMM_WORLD);
-  for (int r = 0; r < g_n; ++r)
-    if (!std::equal(ran.begin(), ran.end(), all.begin() + static_cast<std::ptrdiff_t>(r * ran.size())))
-      fail("auto (late set): rank " + std::to_string(r) + " ran other choices than rank " + std::to_string(g_rank));
+  expect_same_choices_on_every_rank(ran, "auto (late set)");
   const StragglerReport rep = straggler_report(MPI_COMM_WORLD);
   if (!rep.active || rep.late_set != late || rep.calls != calls)
     fail("auto report: late set of " + std::to_string(rep.late_set.size()) + " ranks (expected ranks " +
@@ -800,12 +800,7 @@ int cluster(int per_host) {
     ran.push_back(static_cast<int>(c.algorithm));
     hierarchical += c.algorithm == Algorithm::hierarchical;
   }
-  std::vector<int> all(ran.size() * static_cast<std::size_t>(g_n));
-  MPI_Allgather(ran.data(), static_cast<int>(ran.size()), MPI_INT, all.data(), static_cast<int>(ran.size()), MPI_INT,
-                MPI_COMM_WORLD);
-  for (int r = 0; r < g_n; ++r)
-    if (!std::equal(ran.begin(), ran.end(), all.begin() + static_cast<std::ptrdiff_t>(r * ran.size())))
-      fail("auto across hosts: rank " + std::to_string(r) + " ran other choices than rank " + std::to_string(g_rank));
+  expect_same_choices_on_every_rank(ran, "auto across hosts");
   const StragglerReport rep = straggler_report(MPI_COMM_WORLD);
   if (rep.ranks_per_host != per_host)
     fail("auto across hosts: " + std::to_string(rep.ranks_per_host) + " ranks per host reported, expected " +
