@@ -678,13 +678,14 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       else
         d = std::find(told.begin(), told.end(), late[uj]) != told.end() ? gap[uj] : 0.0;
     }
-    if (first + j == 0 && config_.first_call_synchronised) {
-      // Everyone had arrived: a measurement at no delay, worth keeping only for a candidate
-      // that does not depend on who is late (the first call runs one without a model: native).
+    // The configuration's first call, after the agreement: everyone had arrived, and it paid
+    // first-use costs. A measurement at no delay, worth keeping only for a candidate that does
+    // not depend on who is late (the first call runs one without a model: native).
+    const bool first_use = first + j == 0 && config_.first_call_synchronised;
+    if (first_use) {
       if (c.uses_straggler) continue;
       d = 0;
     }
-    const bool first_use = first + j == 0 && config_.first_call_synchronised;
     if (c.first_use_only()) c.samples.clear();  // a later call replaces the first-use measurement
     if (c.samples.size() == static_cast<std::size_t>(config_.history)) c.samples.erase(c.samples.begin());
     c.samples.push_back({exposed[uj], predict(Choice{c.algorithm, r.straggler, set_span(r.set)}, d), window, first_use});
