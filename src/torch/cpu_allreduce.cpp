@@ -91,8 +91,8 @@ void CpuAllreduceWork::wait_executed() {
 
 // ---- CpuAllreduce ----------------------------------------------------------------------------------
 CpuAllreduce::CpuAllreduce(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
-                           detail::UcxEngine::NativeAllreduce native)
-    : store_(std::move(store)), rank_(rank), size_(size), native_(std::move(native)), worker_([this] { run(); }) {}
+                           detail::UcxEngine::NativeAllreduce native, const CallRecords& records)
+    : store_(std::move(store)), records_(records), rank_(rank), size_(size), native_(std::move(native)), worker_([this] { run(); }) {}
 
 CpuAllreduce::~CpuAllreduce() {
   stop("the process group was destroyed");
@@ -187,7 +187,10 @@ void CpuAllreduce::run_job(const Job& job) {
   try {
     execute(job);
   } catch (...) {
-    error = current_as_dist_error();
+    // A peer that routed this call elsewhere (to Gloo) is named in the error (call_records.hpp).
+    error = records_.explain(job.work->getSequencenumber(),
+                             describe_all_reduce({job.work->tensor()}, reduce_op_name(job.op), "stragglar"),
+                             current_as_dist_error());
   }
   job.work->mark_executed();
   job.work->complete(error);  // its future's callbacks run here, on the worker (see enqueue)

@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 
+#include "call_records.hpp"
 #include "process_group_stragglar.hpp"
 #include "ucx/ucx_engine.hpp"
 
@@ -59,7 +60,9 @@ class CpuAllreduceWork final : public c10d::Work {
 
 class CpuAllreduce {
  public:
-  CpuAllreduce(c10::intrusive_ptr<c10d::Store> store, int rank, int size, detail::UcxEngine::NativeAllreduce native);
+  // `records` (the process group's, which outlives this) explains a failed call (call_records.hpp).
+  CpuAllreduce(c10::intrusive_ptr<c10d::Store> store, int rank, int size, detail::UcxEngine::NativeAllreduce native,
+               const CallRecords& records);
   // Lets the queued calls finish (each is bounded by its timeout), then joins the worker.
   ~CpuAllreduce();
   CpuAllreduce(const CpuAllreduce&) = delete;
@@ -98,6 +101,7 @@ class CpuAllreduce {
   void connect(double timeout_s);
 
   c10::intrusive_ptr<c10d::Store> store_;
+  const CallRecords& records_;
   int rank_, size_;
   detail::UcxEngine::NativeAllreduce native_;
 

@@ -49,7 +49,8 @@ ProcessGroupStragglar::ProcessGroupStragglar(c10::intrusive_ptr<c10d::Store> sto
       store_(std::move(store)),
       options_(std::move(options)),
       inner_factory_(std::move(inner_factory)),
-      timeout_ms_(timeout.count()) {
+      timeout_ms_(timeout.count()),
+      records_(store_, rank, size) {
   TORCH_CHECK_VALUE(options_.core.straggler < size, "stragglar.torch: ", options_.to_string(),
                     ": straggler is outside [0, ", size, ") for this group of ", size,
                     " ranks (or -1 for the last rank)");
@@ -167,7 +168,8 @@ CpuAllreduce& ProcessGroupStragglar::cpu() {
   if (!cpu_)
     cpu_ = std::make_unique<CpuAllreduce>(
         store_, getRank(), getSize(),
-        [this](void* buf, std::size_t count, DataType dtype, ReduceOp op) { native_allreduce(buf, count, dtype, op); });
+        [this](void* buf, std::size_t count, DataType dtype, ReduceOp op) { native_allreduce(buf, count, dtype, op); },
+        records_);
   return *cpu_;
 }
 
@@ -198,8 +200,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStragglar::allreduce(std::vector<at::
   const bool ours = dtype && op && tensors[0].layout() == at::kStrided &&
                     (tensors[0].is_cpu() || (tensors[0].is_cuda() && STRAGGLAR_TORCH_CUDA));
   if (!ours) {
-    ++sequence_;
-    return inner_for(tensors).allreduce(tensors, opts);
+    // A rank whose tensors came here while a peer's went to stragglar is named when this fails.
+    const std::uint64_t sequence = ++sequence_;
+    const bool cuda = !tensors.empty() && tensors[0].is_cuda();
+    return c10::make_intrusive<ExplainedWork>(
+        getRank(), inner_for(tensors).allreduce(tensors, opts), records_, sequence,
+        describe_all_reduce(tensors, reduce_op_name(opts.reduceOp), cuda ? "NCCL" : "Gloo"));
   }
   const at::Tensor& tensor = tensors[0];
   TORCH_CHECK_VALUE(at::has_internal_overlap(tensor) != at::MemOverlap::Yes,

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backend_options.hpp"
+#include "call_records.hpp"
 #include "runtime/straggler_policy.hpp"
 #include "stragglar/types.hpp"
 
@@ -144,6 +145,7 @@ class ProcessGroupStragglar final : public c10d::Backend {
   InnerFactory inner_factory_;
   std::atomic<std::int64_t> timeout_ms_;
   std::atomic<std::uint64_t> sequence_{0};
+  CallRecords records_;  // explains a failed all_reduce (call_records.hpp); outlives cpu_
 
   std::mutex inner_mutexes_[3];  // one per inner backend: guards its creation
   c10::intrusive_ptr<c10d::Backend> inners_[3];

@@ -300,6 +300,28 @@ def mismatch(rank, nranks):
     return errors
 
 
+def mixed_routing(rank, nranks):
+    """Rank 0's tensor is int8 (stragglar does not serve it: it goes to Gloo) while the others'
+    are float32 (stragglar's): the two collectives never meet. Every rank must raise an error that
+    names what the other side called, not only its own timeout (issue #22, class 10)."""
+    t = torch.ones(64, dtype=torch.int8 if rank == 0 else torch.float32)
+    before = t.clone()
+    start = time.monotonic()
+    try:
+        dist.all_reduce(t)
+        raise AssertionError("a call routed to Gloo on one rank and to stragglar on the others succeeded")
+    except dist.DistBackendError as e:
+        message = str(e)
+    elapsed = time.monotonic() - start
+    assert "called collective #" in message and "differently" in message, message
+    if rank == 0:
+        assert "float32[64] (sum, cpu) through stragglar" in message, message
+    else:
+        assert "int8[64] (sum, cpu) through Gloo" in message and "rank 0 called" in message, message
+    check_equal(t, before, "the tensor after the mismatch")  # neither side reduced anything
+    return {"elapsed_s": elapsed, "message": message}
+
+
 def dead_peer(rank, nranks, how):
     """The last rank dies (SIGKILL) or stops (SIGSTOP) after a first all_reduce; every other rank
     must raise, within the group's timeout, instead of hanging."""

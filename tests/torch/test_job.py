@@ -75,6 +75,14 @@ def test_stopped_rank_times_out_on_the_others():
         assert "waited 5 s" in r["message"], r
 
 
+def test_mixed_routing_names_the_other_side():
+    # One rank's int8 all_reduce goes to Gloo, the others' float32 to stragglar: each side times
+    # out, then the error says what the other side called (docs/reliability.md, class 10).
+    out = run_ranks([("mixed_routing", {})], nranks=3, store="file", timeout_s=3, deadline_s=120)
+    results = out["mixed_routing"]
+    assert set(results) == {0, 1, 2}, results
+
+
 def test_benchmark_under_torchrun(tmp_path):
     # torchrun's own rendezvous (a TCPStore), the benchmark's three modes, results checked exactly.
     out = tmp_path / "bench.json"
