@@ -131,12 +131,15 @@ void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t
 }
 
 void MpiEngine::reserve_native(std::size_t bytes) {
-  // Recursive doubling needs the running partial and a receive buffer.
-  const std::size_t want = bytes <= kTransportNativeMaxBytes ? 2 * bytes : std::min(bytes, kNativeStageBytes);
+  // Recursive doubling needs the running partial and a receive buffer; larger messages run on
+  // the caller's buffers (native_allreduce_bounded).
+  if (bytes > kTransportNativeMaxBytes) return;
+  const std::size_t want = 2 * bytes;
   if (native_stage_bytes_ >= want) return;
-  // Not zero-filled: pages are touched only by use. Never shrinks (the staging of the largest
-  // message so far, at most kNativeStageBytes).
+  // Never shrinks (the staging of the largest small message so far).
   native_stage_ = std::make_unique_for_overwrite<std::byte[]>(want);
+  // Its pages faulted in now, when the configuration is made, not in its first call (cpu_device.cpp).
+  for (std::size_t off = 0; off < want; off += 4096) static_cast<volatile std::byte*>(native_stage_.get())[off] = std::byte{0};
   native_stage_bytes_ = want;
 }
 
@@ -164,19 +167,22 @@ void MpiEngine::native_allreduce_bounded(const void* sendbuf, void* recvbuf, std
     return;
   }
   const auto [type, mop] = mpi_type_op(dtype, op);
-  // Piece by piece through the engine's staging buffer: copied in, reduced there in place,
-  // copied out. A timed-out request then reads and writes only the engine's memory, never the
-  // caller's. One deadline for the whole call.
-  const std::size_t piece = std::min<std::size_t>(native_stage_bytes_ / es, kPiece);
+  // On the caller's buffers, in pieces of at most INT_MAX elements, one deadline for the whole
+  // call. Not staged: a copy in and out of engine memory cost as much as the AllReduce itself
+  // where ranks share cores (16 MiB, 8 ranks on the 2-core VM: 41 ms staged vs 22 ms in place,
+  // MPI_Allreduce 22 ms; docs/auto.md "auto's native on MPI"). The price: MPI cannot cancel a
+  // collective, so after a timeout the request stays pending and may still read and write the
+  // caller's buffers when the late peer joins — MPI's rule after a stragglar timeout already
+  // says to keep them until MPI_Finalize (docs/reliability.md, class 7).
+  const bool in_place = sendbuf == recvbuf;
   const double deadline = MPI_Wtime() + timeout_s;
-  for (std::size_t off = 0; off < count; off += piece) {
-    const std::size_t n = std::min(piece, count - off);
-    device_.copy(native_stage_.get(), static_cast<const char*>(sendbuf) + off * es, n * es);
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, native_stage_.get(), static_cast<int>(n), type, mop, comm_,
-                             &native_pending_),
+  for (std::size_t off = 0; off < count; off += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, count - off));
+    void* r = static_cast<char*>(recvbuf) + off * es;
+    const void* s = in_place ? MPI_IN_PLACE : static_cast<const char*>(sendbuf) + off * es;
+    check_mpi(iallreduce_algorithm_.post(s, r, n, type, mop, comm_, &native_pending_),
               "MPI_Iallreduce (native, run by auto)");
     wait_with_timeout(native_pending_, std::max(deadline - MPI_Wtime(), 1e-9), "MPI_Iallreduce (native, run by auto)");
-    device_.copy(static_cast<char*>(recvbuf) + off * es, native_stage_.get(), n * es);
   }
   if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
 }

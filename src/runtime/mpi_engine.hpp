@@ -2,8 +2,10 @@
 // memory and loops (CpuDevice), the agreement as transport_max over MpiTransport on a tag of its
 // own (point to point: a timed-out agreement leaves no collective pending that MPI_Finalize
 // trips over, and a rank in the argument check is visible to a peer in a data phase, issue #22),
-// MPI_Allreduce as `native` (auto's native, bounded by the timeout in engine-owned memory:
-// recursive doubling over MpiTransport up to kTransportNativeMaxBytes, MPI_Iallreduce above).
+// MPI_Allreduce as `native` (auto's native, bounded by the timeout: recursive doubling over
+// MpiTransport in engine-owned memory up to kTransportNativeMaxBytes, MPI_Iallreduce on the
+// caller's buffers above, Rabenseifner where Open MPI lets it be chosen:
+// mpi_iallreduce_algorithm.hpp).
 #pragma once
 #include <mpi.h>
 
@@ -15,6 +17,7 @@
 
 #include "runtime/cpu_device.hpp"
 #include "runtime/env.hpp"
+#include "runtime/mpi_iallreduce_algorithm.hpp"
 #include "runtime/mpi_transport.hpp"
 #include "runtime/session.hpp"
 
@@ -56,10 +59,8 @@ class MpiEngine final : public Engine {
   MpiTransport transport_;
   CpuDevice device_;
   std::vector<std::int64_t> agreement_scratch_;  // transport_max's messages; alive as long as the engine
-  // The bounded native's staging buffer: MPI cannot cancel a collective, so after a timeout the
-  // request stays pending and reads and writes here (never the caller's buffers) whenever the
-  // late peer joins. At most kNativeStageBytes: larger messages go through it in pieces.
-  static constexpr std::size_t kNativeStageBytes = std::size_t{32} << 20;
+  // The small bounded native's staging buffer (recursive doubling over the transport: its
+  // receives, which a timeout may leave pending, write only here).
   // Up to this size auto's native is recursive doubling over the transport (transport_allreduce):
   // Open MPI 4.1's MPI_Iallreduce costs ~1.8× its MPI_Allreduce at 8–256 B, recursive doubling
   // the same as MPI_Allreduce; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md
@@ -68,6 +69,7 @@ class MpiEngine final : public Engine {
   std::unique_ptr<std::byte[]> native_stage_;
   std::size_t native_stage_bytes_ = 0;
   MPI_Request native_pending_ = MPI_REQUEST_NULL;
+  IallreduceAlgorithmChoice iallreduce_algorithm_;  // Rabenseifner for auto's MPI_Iallreduce
 };
 
 }  // namespace stragglar::detail

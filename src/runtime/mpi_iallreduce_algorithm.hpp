@@ -1,0 +1,43 @@
+// Which algorithm MPI_Iallreduce runs for auto's bounded native (internal; docs/auto.md "Known
+// miss on MPI"). Open MPI 4.1's libnbc runs an *in-place* MPI_Iallreduce as a binomial reduce
+// followed by a binomial broadcast — every round moves the whole message — whatever its size,
+// while MPI_Allreduce (coll/tuned) runs reduce-scatter + allgather (Rabenseifner) on large
+// messages; an in-place MPI_Iallreduce took ~2.4× as long (16 MiB, 8 ranks on the 2-core VM:
+// 53 vs 22 ms; with Rabenseifner chosen 22 ms, the same as MPI_Allreduce).
+// libnbc reads its choice from the MCA variable coll_libnbc_iallreduce_algorithm at every call,
+// and the MPI tool interface (MPI_T, MPI-3) can write it: this class sets it to Rabenseifner for
+// the one call auto posts and restores the application's value right after, so the
+// application's own MPI_Iallreduce calls are never affected.
+//
+// Only where that is safe: Open MPI (the variable exists and is writable), and a thread level
+// below MPI_THREAD_MULTIPLE (another thread's MPI_Iallreduce posted during the window could see
+// our value on one rank and not on another, and ranks would run different schedules). Anywhere
+// else it does nothing and MPI picks as always.
+#pragma once
+#include <mpi.h>
+
+namespace stragglar::detail {
+
+class IallreduceAlgorithmChoice {
+ public:
+  IallreduceAlgorithmChoice();   // finds the variable (MPI must be initialised)
+  ~IallreduceAlgorithmChoice();  // frees the handle and the tool interface's reference
+  IallreduceAlgorithmChoice(const IallreduceAlgorithmChoice&) = delete;
+  IallreduceAlgorithmChoice& operator=(const IallreduceAlgorithmChoice&) = delete;
+
+  // MPI_Iallreduce(sendbuf, recvbuf, ...) (sendbuf may be MPI_IN_PLACE) with Rabenseifner's
+  // algorithm where it can be chosen (libnbc runs it when count is at least the largest power of
+  // two <= nranks and the op commutes — every op auto serves), else as MPI picks. Returns MPI's
+  // error code.
+  int post(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+           MPI_Request* request);
+
+  bool active() const noexcept { return active_; }
+
+ private:
+  bool tool_initialised_ = false;
+  bool active_ = false;
+  MPI_T_cvar_handle handle_ = MPI_T_CVAR_HANDLE_NULL;
+};
+
+}  // namespace stragglar::detail
