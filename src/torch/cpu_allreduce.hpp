@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "process_group_stragglar.hpp"
+#include "runtime/session.hpp"
 #include "ucx/ucx_engine.hpp"
 
 namespace stragglar::torch_backend {
