@@ -2,25 +2,13 @@
 #include "nccl_engine.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "cuda_check.hpp"
 #include "stragglar/nccl.hpp"
 
 namespace stragglar::detail {
 namespace {
-
-// The NCCL errors a call must not ignore: a failed peer, a failed earlier kernel.
-void check_async(ncclComm_t comm) {
-  ncclResult_t r = ncclSuccess;
-  STRAGGLAR_NCCL_CHECK(ncclCommGetAsyncError(comm, &r));
-  if (r == ncclSuccess || r == ncclInProgress) return;
-  throw Error(r == ncclRemoteError ? ErrorCode::RemoteError : ErrorCode::SystemError,
-              std::string("NCCL reports an asynchronous error on this communicator: ") + ncclGetErrorString(r) +
-                  " (ncclCommGetAsyncError)");
-}
 
 int device_of(ncclComm_t comm) {
   require(comm != nullptr, "stragglarNcclAllReduce: comm is a null ncclComm_t, expected a communicator");
@@ -42,8 +30,7 @@ DeviceGuard::~DeviceGuard() {
 
 // ---- NcclEngine ---------------------------------------------------------------------------------
 NcclEngine::NcclEngine(ncclComm_t comm, int device, double timeout_s)
-    : comm_(comm), device_id_(device), timeout_s_(timeout_s), transport_(comm, nullptr, timeout_s),
-      device_(nullptr, device) {
+    : comm_(comm), device_id_(device), transport_(comm, nullptr, timeout_s), device_(nullptr, device) {
   // Events belong to the device current at their creation: the communicator's, not the caller's.
   DeviceGuard guard(device);
   STRAGGLAR_CUDA_CHECK(cudaEventCreateWithFlags(&call_done_, cudaEventDisableTiming));
@@ -53,23 +40,14 @@ NcclEngine::NcclEngine(ncclComm_t comm, int device, double timeout_s)
 NcclEngine::~NcclEngine() {
   // The frees of the Session's scratch were enqueued there; they still run after this.
   if (own_stream_ != nullptr) (void)cudaStreamDestroy(own_stream_);
-  if (pending_ || exchange_pending_) return;  // a timed-out agreement or exchange may still write these: keep them
+  if (pending_ || timer_.exchange_pending()) {  // a timed-out agreement or exchange may still write these: keep them
+    timer_.keep_resources_at_destruction();
+    return;
+  }
   if (host_ != nullptr) (void)cudaFreeHost(host_);
   if (dev_ != nullptr) (void)cudaFree(dev_);
-  if (xhost_ != nullptr) (void)cudaFreeHost(xhost_);
-  if (xdev_ != nullptr) (void)cudaFree(xdev_);
-  for (int i = 0; i < kTimers; ++i) {
-    if (starts_[i] != nullptr) (void)cudaEventDestroy(starts_[i]);
-    if (ends_[i] != nullptr) (void)cudaEventDestroy(ends_[i]);
-  }
-  if (exchanged_ != nullptr) (void)cudaEventDestroy(exchanged_);
   (void)cudaEventDestroy(call_done_);
   (void)cudaEventDestroy(agreed_);
-}
-
-void NcclEngine::set_timeout(double timeout_s) noexcept {
-  timeout_s_ = timeout_s;
-  transport_.set_timeout(timeout_s);
 }
 
 void NcclEngine::prepare_release() noexcept {
@@ -81,77 +59,6 @@ void NcclEngine::prepare_release() noexcept {
   own_stream_ = nullptr;  // no stream to be had: wait on the host, then free on the legacy stream
   if (have_last_) (void)cudaEventSynchronize(call_done_);
   device_.set_stream(nullptr);
-}
-
-void NcclEngine::wait_event(cudaEvent_t event, double timeout_s, Clock::time_point deadline, const char* what) {
-  for (unsigned polls = 0;; ++polls) {
-    const cudaError_t q = cudaEventQuery(event);
-    if (q == cudaSuccess) return;
-    if (q != cudaErrorNotReady) cuda::throw_cuda(q, what);
-    cuda::clear_not_ready();
-    check_async(comm_);
-    if (Clock::now() > deadline)
-      throw Error(ErrorCode::Timeout,
-                  std::string(what) + " did not complete within " + std::to_string(timeout_s) +
-                      " s (STRAGGLAR_TIMEOUT_S): a peer is later than the timeout, stopped, died, or called "
-                      "with different arguments (or earlier work on this stream never ends); abort the "
-                      "communicator (ncclCommAbort)");
-    if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
-// ---- auto: event timing and the stream-ordered exchange --------------------------------------------
-void NcclEngine::time_begin() {
-  if (timed_ - taken_ >= kTimers) throw Error(ErrorCode::Internal, "NcclEngine: more timed calls than the lag allows");
-  const int i = timed_ % kTimers;
-  if (starts_[i] == nullptr) {
-    STRAGGLAR_CUDA_CHECK(cudaEventCreate(&starts_[i]));
-    STRAGGLAR_CUDA_CHECK(cudaEventCreate(&ends_[i]));
-  }
-  STRAGGLAR_CUDA_CHECK(cudaEventRecord(starts_[i], transport_.stream()));
-}
-
-void NcclEngine::time_end() {
-  STRAGGLAR_CUDA_CHECK(cudaEventRecord(ends_[timed_ % kTimers], transport_.stream()));
-  ++timed_;
-}
-
-double NcclEngine::take_time() {
-  if (taken_ == timed_) throw Error(ErrorCode::Internal, "NcclEngine: no timed call to take");
-  const int i = taken_ % kTimers;
-  wait_event(ends_[i], timeout_s_, deadline_after(timeout_s_), "a timed call (auto's measurement)");
-  float ms = 0;
-  STRAGGLAR_CUDA_CHECK(cudaEventElapsedTime(&ms, starts_[i], ends_[i]));
-  ++taken_;
-  return static_cast<double>(ms) * 1e-3;
-}
-
-void NcclEngine::exchange_begin(std::span<std::int64_t> values, double timeout_s) {
-  const std::size_t bytes = values.size() * sizeof(std::int64_t);
-  if (values.size() > xcapacity_) {
-    if (xhost_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFreeHost(xhost_));
-    if (xdev_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFree(xdev_));
-    xhost_ = xdev_ = nullptr;
-    xcapacity_ = 0;
-    STRAGGLAR_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&xhost_), bytes));
-    STRAGGLAR_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&xdev_), bytes));
-    xcapacity_ = values.size();
-  }
-  if (exchanged_ == nullptr) STRAGGLAR_CUDA_CHECK(cudaEventCreateWithFlags(&exchanged_, cudaEventDisableTiming));
-  const cudaStream_t stream = transport_.stream();
-  std::copy(values.begin(), values.end(), xhost_);
-  exchange_pending_ = true;  // from here on the stream may write xhost_/xdev_: never free them under it
-  STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(xdev_, xhost_, bytes, cudaMemcpyHostToDevice, stream));
-  cuda::settle_nccl(comm_, ncclAllReduce(xdev_, xdev_, values.size(), ncclInt64, ncclMax, comm_, stream),
-                    "ncclAllReduce (auto's exchange)", timeout_s);
-  STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(xhost_, xdev_, bytes, cudaMemcpyDeviceToHost, stream));
-  STRAGGLAR_CUDA_CHECK(cudaEventRecord(exchanged_, stream));
-}
-
-void NcclEngine::exchange_end(std::span<std::int64_t> values, double timeout_s) {
-  wait_event(exchanged_, timeout_s, deadline_after(timeout_s), "the ncclAllReduce of auto's exchange");
-  exchange_pending_ = false;
-  std::copy(xhost_, xhost_ + values.size(), values.begin());
 }
 
 void NcclEngine::begin_call(cudaStream_t stream) {
@@ -182,7 +89,7 @@ void NcclEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
     capacity_ = values.size();
   }
   const cudaStream_t stream = transport_.stream();
-  const Clock::time_point deadline = deadline_after(timeout_s);  // one for the whole agreement
+  const cuda::Clock::time_point deadline = cuda::deadline_after(timeout_s);  // one for the whole agreement
   std::copy(values.begin(), values.end(), host_);
   pending_ = true;
   STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(dev_, host_, bytes, cudaMemcpyHostToDevice, stream));
@@ -190,28 +97,24 @@ void NcclEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
                     "ncclAllReduce (argument check)", timeout_s);
   STRAGGLAR_CUDA_CHECK(cudaMemcpyAsync(host_, dev_, bytes, cudaMemcpyDeviceToHost, stream));
   STRAGGLAR_CUDA_CHECK(cudaEventRecord(agreed_, stream));
-  wait_event(agreed_, timeout_s, deadline, "the ncclAllReduce of the argument check");
+  cuda::wait_event(comm_, agreed_, timeout_s, deadline, "the ncclAllReduce of the argument check");
   pending_ = false;
   std::copy(host_, host_ + values.size(), values.begin());
 }
 
-void NcclEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op) {
+void NcclEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
+                                  std::optional<NativeBound>) {
   cuda::settle_nccl(comm_, ncclAllReduce(sendbuf, recvbuf, count, to_nccl(t), to_nccl(op), comm_, transport_.stream()),
-                    "ncclAllReduce (native)", timeout_s_);
+                    "ncclAllReduce (native)", transport_.timeout());
 }
 
 // ---- NcclSession ----------------------------------------------------------------------------------
 NcclSession::NcclSession(ncclComm_t comm, double timeout_s, const char* api, const char* after_failure)
     : api_(api), engine_(comm, device_of(comm), timeout_s), session_(engine_, api, after_failure) {
-  session_.set_timeout(timeout_s);
+  session_.set_timeout(timeout_s);  // the engine's transport's too
 }
 
 NcclSession::~NcclSession() { engine_.prepare_release(); }
-
-void NcclSession::set_timeout(double timeout_s) {
-  session_.set_timeout(timeout_s);  // validates it
-  engine_.set_timeout(timeout_s);
-}
 
 namespace {
 // Graph capture cannot hold a call that waits on the host (the agreement, the polled timeouts):
@@ -234,7 +137,7 @@ void NcclSession::allreduce(const void* sendbuf, void* recvbuf, std::size_t coun
   DeviceGuard guard(engine_.device_id());
   refuse_capture(stream, api_);
   try {
-    check_async(engine_.comm());
+    cuda::check_async(engine_.comm());
   } catch (const Error& e) {
     session_.mark_broken(e);  // the call below then fails with it
   }

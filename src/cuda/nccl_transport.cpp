@@ -30,6 +30,32 @@ void settle_nccl(ncclComm_t comm, ncclResult_t r, const char* call, double timeo
                                             ncclGetErrorString(r) + ")");
   if (r != ncclSuccess) throw_nccl(r, call);
 }
+
+void check_async(ncclComm_t comm) {
+  ncclResult_t r = ncclSuccess;
+  STRAGGLAR_NCCL_CHECK(ncclCommGetAsyncError(comm, &r));
+  if (r == ncclSuccess || r == ncclInProgress) return;
+  throw Error(r == ncclRemoteError ? ErrorCode::RemoteError : ErrorCode::SystemError,
+              std::string("NCCL reports an asynchronous error on this communicator: ") + ncclGetErrorString(r) +
+                  " (ncclCommGetAsyncError)");
+}
+
+void wait_event(ncclComm_t comm, cudaEvent_t event, double timeout_s, Clock::time_point deadline, const char* what) {
+  for (unsigned polls = 0;; ++polls) {
+    const cudaError_t q = cudaEventQuery(event);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) throw_cuda(q, what);
+    clear_not_ready();
+    check_async(comm);
+    if (Clock::now() > deadline)
+      throw Error(ErrorCode::Timeout,
+                  std::string(what) + " did not complete within " + std::to_string(timeout_s) +
+                      " s (STRAGGLAR_TIMEOUT_S): a peer is later than the timeout, stopped, died, or called "
+                      "with different arguments (or earlier work on this stream never ends); abort the "
+                      "communicator (ncclCommAbort)");
+    if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
 }  // namespace cuda
 
 NcclTransport::NcclTransport(ncclComm_t comm, cudaStream_t stream, double timeout_s)

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <chrono>
+
 #include "runtime/transport.hpp"
 
 namespace stragglar {
@@ -17,9 +19,15 @@ class NcclTransport final : public Transport {
   int nranks() const override { return nranks_; }
   void exchange(std::span<const Message> sends, std::span<const Message> recvs) override;
 
+  void set_timeout(double timeout_s) noexcept override { timeout_s_ = timeout_s; }
+  // A broken stream may never finish: the receives enqueued on it (and the reduction kernels
+  // after them) still target scratch.
+  bool writes_may_be_pending() const override { return true; }
+
   void set_stream(cudaStream_t stream) noexcept { stream_ = stream; }
-  void set_timeout(double timeout_s) noexcept { timeout_s_ = timeout_s; }
   cudaStream_t stream() const noexcept { return stream_; }
+  // The session's timeout (set_timeout): the engine's own polls (agreement, native) wait as long.
+  double timeout() const noexcept { return timeout_s_; }
 
  private:
   ncclComm_t comm_;
@@ -34,6 +42,18 @@ namespace cuda {
 // being enqueued" — poll ncclCommGetAsyncError until it settles, within timeout_s
 // (Error(Timeout)); any other failure is Error(SystemError/RemoteError) naming `call`.
 void settle_nccl(ncclComm_t comm, ncclResult_t r, const char* call, double timeout_s);
+
+// The NCCL errors a call must not ignore: a failed peer, a failed earlier kernel
+// (ncclCommGetAsyncError): Error(RemoteError/SystemError).
+void check_async(ncclComm_t comm);
+
+using Clock = std::chrono::steady_clock;
+inline Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+// Polls `event` until it completes, checking `comm`'s asynchronous errors, until `deadline`
+// (Error(Timeout) naming timeout_s); every not-ready poll's last error is cleared.
+void wait_event(ncclComm_t comm, cudaEvent_t event, double timeout_s, Clock::time_point deadline, const char* what);
 }  // namespace cuda
 
 }  // namespace stragglar

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "runtime/env.hpp"
-#include "runtime/session.hpp"
+#include "runtime/engine.hpp"
 #include "stragglar/error.hpp"
 #include "stragglar/simulate.hpp"
 
@@ -127,7 +127,7 @@ StragglerPolicy make_policy(Engine& engine, int nranks, std::size_t bytes, const
   pc.nranks = nranks;
   pc.bytes = bytes;
   // An exchange must be decided before the next one begins (at most one in flight).
-  pc.period = std::max(env().auto_period, engine.measurement_lag());
+  pc.period = std::max(env().auto_period, engine.timer().measurement_lag());
   pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
   pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
   pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
@@ -135,7 +135,7 @@ StragglerPolicy make_policy(Engine& engine, int nranks, std::size_t bytes, const
   // the option); the runtime does not ask the launcher which ranks share a host.
   pc.ranks_per_host = base.cost->ranks_per_host;
   auto model = std::make_shared<PredictionCache>(base, nranks, bytes);
-  pc.exchange_every = calls_per_exchange(*model, nranks, *base.cost, pc.period, engine.measurement_lag());
+  pc.exchange_every = calls_per_exchange(*model, nranks, *base.cost, pc.period, engine.timer().measurement_lag());
   return StragglerPolicy(std::move(pc), [model](const Choice& c, double delay_s) { return (*model)(c, delay_s); });
 }
 }  // namespace
@@ -146,7 +146,7 @@ AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, st
       policy_(make_policy(engine, nranks, count * size_of(dtype), options_)) {
   const std::size_t bytes = count * size_of(dtype);
   exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));
-  engine_.reserve_exchange(exchange_.size());
+  engine_.timer().reserve_exchange(exchange_.size());
   // Every plan auto may run, built now (its first call is a first call anyway): later calls,
   // explorations and straggler switches then allocate nothing. Beyond kPrebuiltStragglers ranks
   // StragglAR's plan for a straggler is built when that rank is first found late (a straggler
@@ -154,7 +154,7 @@ AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, st
   constexpr int kPrebuiltStragglers = 64;
   for (Algorithm alg : policy_.config().candidates) {
     const AlgorithmInfo& info = algorithm_info(alg);
-    if (alg == Algorithm::native) engine_.reserve_native(bytes);
+    if (alg == Algorithm::native) engine_.reserve(/*native_bytes=*/bytes, /*agreement_values=*/0);
     if (uses_late_set(alg)) {
       // Built when a late set is learned (AutoRunner::finish_exchange), after the exchange.
     } else if (!info.uses_straggler) {
@@ -184,18 +184,19 @@ const Plan* AutoRunner::plan_for(AutoHost& host, const Choice& c) {
 Choice AutoRunner::call(AutoHost& host, double timeout_s) {
   const Choice c = policy_.begin_call();
   const Plan* plan = plan_for(host, c);
-  engine_.time_begin();
+  CallTimer& timer = engine_.timer();
+  timer.time_begin();
   host.run(c, plan);
-  engine_.time_end();
+  timer.time_end();
   ++untaken_;
-  const int lag = engine_.measurement_lag();
+  const int lag = timer.measurement_lag();
   if (in_flight_ && ++in_flight_age_ >= lag) finish_exchange(host, timeout_s);
   while (untaken_ > lag) {
-    policy_.record(engine_.take_time());
+    policy_.record(timer.take_time(timeout_s));
     --untaken_;
     if (policy_.exchange_due()) {
       policy_.fill_exchange(exchange_, rank_);
-      engine_.exchange_begin(exchange_, timeout_s);  // after the data phase: everyone is here
+      timer.exchange_begin(exchange_, timeout_s);  // after the data phase: everyone is here
       in_flight_ = true;
       in_flight_age_ = 0;
       if (lag == 0) finish_exchange(host, timeout_s);
@@ -205,7 +206,7 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s) {
 }
 
 void AutoRunner::finish_exchange(AutoHost& host, double timeout_s) {
-  engine_.exchange_end(exchange_, timeout_s);
+  engine_.timer().exchange_end(exchange_, timeout_s);
   in_flight_ = false;
   const std::span<const int> known_set = policy_.target_set();
   if (policy_.decide(exchange_) && env().debug_info && rank_ == 0)

@@ -1,8 +1,9 @@
 // algorithm = auto in the runtime core (issue #12, issue 20; docs/auto.md "In the runtime core"):
 // one AutoRunner per auto configuration (count, dtype, op) drives the straggler policy — it times
-// every call through the engine, runs the exchange, feeds the decisions back — while the session
-// keeps validation, agreement, plans, scratch and the data path. The model it gives the policy is
-// the α-β-γ simulator on each choice's schedule (PredictionCache in auto_runner.cpp).
+// every call through the engine's CallTimer (call_timer.hpp), runs the exchange, feeds the
+// decisions back — while the session keeps validation, agreement, plans, scratch and the data
+// path. The model it gives the policy is the α-β-γ simulator on each choice's schedule
+// (PredictionCache in auto_runner.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -44,8 +45,8 @@ class AutoHost {
 class AutoRunner {
  public:
   // `o`: the configuration's options with auto's cost model (with_auto_cost).
-  // Builds every plan auto may run now (through host.plan), sizes the engine's exchange and
-  // native buffers: later calls allocate nothing.
+  // Builds every plan auto may run now (through host.plan), sizes the timer's exchange and the
+  // engine's native buffers: later calls allocate nothing.
   AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
              const Options& o, AutoHost& host);
   // One call: the policy's choice, run through host.run, timed, exchanged and decided when due.

@@ -38,24 +38,18 @@ MPI_Op half_op(ReduceOp op) {
   }
 }
 
-// The transport's timeout and notice check for the rounds of one call that runs outside the
-// executor (the agreement, auto's small native), restored however the call ends.
-class TransportSettings {
+// Turns off the transport's check for "gave up" notices after receives for the rounds of one
+// call that runs outside the executor (auto's small native), restored however the call ends.
+// The timeout needs no such care: the transport's is the session's (Transport::set_timeout).
+class NoNoticeCheckAfterReceives {
  public:
-  TransportSettings(MpiTransport& t, double timeout_s, bool check_notices) : t_(t), own_(t.timeout()) {
-    t_.set_timeout(timeout_s);
-    t_.set_check_notices_after_receives(check_notices);
-  }
-  ~TransportSettings() {
-    t_.set_timeout(own_);
-    t_.set_check_notices_after_receives(true);
-  }
-  TransportSettings(const TransportSettings&) = delete;
-  TransportSettings& operator=(const TransportSettings&) = delete;
+  explicit NoNoticeCheckAfterReceives(MpiTransport& t) : t_(t) { t_.set_check_notices_after_receives(false); }
+  ~NoNoticeCheckAfterReceives() { t_.set_check_notices_after_receives(true); }
+  NoNoticeCheckAfterReceives(const NoNoticeCheckAfterReceives&) = delete;
+  NoNoticeCheckAfterReceives& operator=(const NoNoticeCheckAfterReceives&) = delete;
 
  private:
   MpiTransport& t_;
-  double own_;
 };
 
 }  // namespace
@@ -82,9 +76,9 @@ const char* MpiEngine::buffer_problem(const void*, const void* recvbuf) const {
   return nullptr;
 }
 
-void MpiEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
-  // The session's timeout for this agreement; the transport's own for every other round.
-  const TransportSettings during(transport_, timeout_s, /*check_notices=*/true);
+void MpiEngine::agree_max(std::span<std::int64_t> values, double) {
+  // Bounded by the transport's timeout, which is the session's (= timeout_s): the Session sets
+  // it on the transport whenever it changes.
   transport_max(transport_, values, agreement_scratch_, transport_.agreement_tag());
 }
 
@@ -117,7 +111,11 @@ constexpr std::size_t kPiece = std::size_t{1} << 30;  // MPI counts are int
 }  // namespace
 
 void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
-                                 ReduceOp op) {
+                                 ReduceOp op, std::optional<NativeBound> bound) {
+  if (bound) {
+    bounded_native(sendbuf, recvbuf, count, dtype, op, *bound);
+    return;
+  }
   const auto [type, mop] = mpi_type_op(dtype, op);
   const bool in_place = sendbuf == recvbuf;
   const std::size_t es = size_of(dtype);
@@ -130,9 +128,14 @@ void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t
   if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
 }
 
+void MpiEngine::reserve(std::size_t native_bytes, std::size_t agreement_values) {
+  reserve_native(native_bytes);
+  agreement_scratch_.reserve(2 * agreement_values);  // transport_max: the running max and a receive
+}
+
 void MpiEngine::reserve_native(std::size_t bytes) {
   // Recursive doubling needs the running partial and a receive buffer; larger messages run on
-  // the caller's buffers (native_allreduce_bounded).
+  // the caller's buffers (bounded_native).
   if (bytes > kTransportNativeMaxBytes) return;
   const std::size_t want = 2 * bytes;
   if (native_stage_bytes_ >= want) return;
@@ -143,8 +146,8 @@ void MpiEngine::reserve_native(std::size_t bytes) {
   native_stage_bytes_ = want;
 }
 
-void MpiEngine::native_allreduce_bounded(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
-                                         ReduceOp op, double timeout_s, int tag) {
+void MpiEngine::bounded_native(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                               const NativeBound& bound) {
   if (native_pending_ != MPI_REQUEST_NULL)  // the session is broken after a timeout; never reuse the buffer
     throw Error(ErrorCode::Internal, "MpiEngine: an earlier native AllReduce is still pending");
   const std::size_t es = size_of(dtype);
@@ -159,8 +162,8 @@ void MpiEngine::native_allreduce_bounded(const void* sendbuf, void* recvbuf, std
     // of a round that waits on it.
     void* result = nullptr;
     {
-      const TransportSettings during(transport_, timeout_s, /*check_notices=*/false);  // the session's timeout
-      result = transport_allreduce(transport_, device_, partial, partial + count * es, count, dtype, op, tag);
+      const NoNoticeCheckAfterReceives during(transport_);  // timeout: the transport's, the session's
+      result = transport_allreduce(transport_, device_, partial, partial + count * es, count, dtype, op, bound.tag);
     }
     device_.copy(recvbuf, result, count * es);
     if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
@@ -175,7 +178,7 @@ void MpiEngine::native_allreduce_bounded(const void* sendbuf, void* recvbuf, std
   // caller's buffers when the late peer joins — MPI's rule after a stragglar timeout already
   // says to keep them until MPI_Finalize (docs/reliability.md, class 7).
   const bool in_place = sendbuf == recvbuf;
-  const double deadline = MPI_Wtime() + timeout_s;
+  const double deadline = MPI_Wtime() + bound.timeout_s;
   for (std::size_t off = 0; off < count; off += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, count - off));
     void* r = static_cast<char*>(recvbuf) + off * es;

@@ -12,14 +12,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "runtime/call_timer.hpp"
 #include "runtime/cpu_device.hpp"
+#include "runtime/engine.hpp"
 #include "runtime/env.hpp"
 #include "runtime/mpi_iallreduce_algorithm.hpp"
 #include "runtime/mpi_transport.hpp"
-#include "runtime/session.hpp"
 
 namespace stragglar::detail {
 
@@ -33,25 +35,21 @@ class MpiEngine final : public Engine {
   MpiEngine(MPI_Comm comm, const Env& e);
   Transport& transport() override { return transport_; }
   Device& device() override { return device_; }
-  CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
-  int max_tag() const override { return transport_.max_config_tag(); }
-  const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
-  bool writes_may_be_pending() const override { return transport_.abandoned_receives(); }
   void agree_max(std::span<std::int64_t> values, double timeout_s) override;
-  void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op) override;
-  void native_allreduce_bounded(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
-                                double timeout_s, int tag) override;
-  void reserve_native(std::size_t bytes) override;
-  void reserve_exchange(std::size_t values) override {
-    Engine::reserve_exchange(values);
-    agreement_scratch_.reserve(2 * values);
-  }
+  // MPI_Allreduce; with a bound (auto's) recursive doubling over the transport or
+  // MPI_Iallreduce, in the engine's staging memory (see below).
+  void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                        std::optional<NativeBound> bound) override;
+  CallTimer& timer() override { return timer_; }  // a host engine: the host clock
+  void reserve(std::size_t native_bytes, std::size_t agreement_values) override;
+  const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
+  CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
   // Whether the engine's memory may go: a timed-out bounded native has completed (waiting for it
   // at most `timeout_s`: the late peer has usually joined by the time the communicator is freed),
   // and no receive a timeout could not cancel may still write the staging or agreement buffers
   // (small messages are eager, so this is a guard, not a case seen).
   bool settle(double timeout_s) {
-    return settle_request(native_pending_, timeout_s) && !transport_.abandoned_receives();
+    return settle_request(native_pending_, timeout_s) && !transport_.writes_may_be_pending();
   }
 
  private:
@@ -70,6 +68,11 @@ class MpiEngine final : public Engine {
   std::size_t native_stage_bytes_ = 0;
   MPI_Request native_pending_ = MPI_REQUEST_NULL;
   IallreduceAlgorithmChoice iallreduce_algorithm_;  // Rabenseifner for auto's MPI_Iallreduce
+  HostCallTimer timer_{*this};
+
+  void reserve_native(std::size_t bytes);
+  void bounded_native(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                      const NativeBound& bound);
 };
 
 }  // namespace stragglar::detail

@@ -36,17 +36,16 @@ class MpiTransport final : public Transport {
 
   // Messages of one configuration carry one tag (DESIGN: a mismatched call never matches
   // another's messages, it fails instead of mixing data). Configurations take tags in
-  // [1, max_config_tag()]; the two tags above are the agreement's and the "gave up" notices'.
+  // [1, max_tag()]; the two tags above are the agreement's and the "gave up" notices'.
   void set_tag(int tag) override { tag_ = tag; }
-  int max_config_tag() const { return tag_ub_ - 2; }
+  int max_tag() const override { return tag_ub_ - 2; }
   int agreement_tag() const { return tag_ub_ - 1; }
-  double timeout() const { return timeout_s_; }
-  void set_timeout(double timeout_s) { timeout_s_ = timeout_s; }
+  void set_timeout(double timeout_s) override { timeout_s_ = timeout_s; }
   // Largest piece one MPI call moves, in [1, INT_MAX] (default 1 GiB).
   void set_max_piece_bytes(std::size_t bytes);
   MPI_Comm comm() const { return comm_; }
   // A timeout left a receive that could not be cancelled: it may still write its buffer.
-  bool abandoned_receives() const { return abandoned_receives_; }
+  bool writes_may_be_pending() const override { return abandoned_receives_; }
   // Whether a round whose receives completed looks for "gave up" notices before it counts as a
   // success (default true): needed when a sender's buffer may be rewritten after it gave up (the
   // executor works in the caller's buffers; reliability.md row 15). A caller whose every send

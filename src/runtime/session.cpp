@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -85,11 +84,6 @@ std::int64_t cost_fingerprint(const CostModel& c) {
   return static_cast<std::int64_t>(h >> 1);
 }
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Scratch grows geometrically: a job whose sizes keep growing reallocates O(log) times, not at
 // every new size (which fragments the heap).
 std::size_t grown_size(std::size_t current, std::size_t need) {
@@ -97,28 +91,6 @@ std::size_t grown_size(std::size_t current, std::size_t need) {
 }
 
 }  // namespace
-
-// ---- Engine defaults for auto: the host clock, the exchange right away --------------------------
-void Engine::time_begin() { host_start_ns_ = now_ns(); }
-void Engine::time_end() {
-  if (host_times_ == static_cast<int>(std::size(host_times_ns_)))
-    throw Error(ErrorCode::Internal, "Engine: more timed calls than measurement_lag() allows");
-  host_times_ns_[host_times_++] = now_ns() - host_start_ns_;
-}
-double Engine::take_time() {
-  if (host_times_ == 0) throw Error(ErrorCode::Internal, "Engine: no timed call to take");
-  const std::int64_t ns = host_times_ns_[0];
-  std::copy(host_times_ns_ + 1, host_times_ns_ + host_times_, host_times_ns_);
-  --host_times_;
-  return static_cast<double>(ns) * 1e-9;
-}
-void Engine::exchange_begin(std::span<std::int64_t> values, double timeout_s) {
-  agree_max(values, timeout_s);
-  exchanged_.assign(values.begin(), values.end());
-}
-void Engine::exchange_end(std::span<std::int64_t> values, double) {
-  std::copy(exchanged_.begin(), exchanged_.end(), values.begin());
-}
 
 // ---- algorithm = auto: the session's side (auto_runner.hpp runs the policy) ----------------------
 // One per call (and one at a configuration's creation, which only builds plans): the plans come
@@ -172,12 +144,16 @@ Session::Session(Engine& engine, const char* api, const char* after_failure)
     : engine_(engine), api_(api), after_failure_(after_failure), rank_(engine.transport().rank()), nranks_(engine.transport().nranks()),
       executor_(engine.transport(), engine.device()), timeout_s_(env().timeout_s) {
   configs_.reserve(16);
+  engine_.transport().set_timeout(timeout_s_);  // the session's timeout from the first call on
 }
 
 void Session::set_timeout(double timeout_s) {
   if (!(timeout_s > 0) || !std::isfinite(timeout_s))
     throw Error(ErrorCode::InvalidUsage, std::string(api_) + ": timeout " + std::to_string(timeout_s) +
                                              " s is not valid, expected a positive number of seconds");
+  // The transport's waits (the executor's rounds, and whatever the engine runs over it) and the
+  // session's own (agree_max, auto's native and exchange: passed per call) are the same value.
+  engine_.transport().set_timeout(timeout_s);
   timeout_s_ = timeout_s;
 }
 
@@ -185,7 +161,7 @@ Session::~Session() {
   // A broken session may have engine work in flight that writes to scratch (a GPU stream that
   // never finishes, an MPI receive that could not be cancelled): leak it rather than free
   // memory that is still a target.
-  if (!broken_ || !engine_.writes_may_be_pending()) engine_.device().deallocate(scratch_);
+  if (!broken_ || !engine_.transport().writes_may_be_pending()) engine_.device().deallocate(scratch_);
 }
 
 void Session::mark_broken(const Error& error) {
@@ -308,7 +284,7 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
         if (auto_runs_native(ao, nranks_, bytes)) {
           cfg.auto_native = true;
           cfg.algorithm = Algorithm::native;
-          engine_.reserve_native(bytes);
+          engine_.reserve(/*native_bytes=*/bytes, /*agreement_values=*/0);
         } else {
           AutoCall host(*this, nullptr, nullptr, 0, dtype, op);
           cfg.automatic = std::make_shared<AutoRunner>(engine_, api_, rank_, nranks_, count, dtype, ao, host);
@@ -356,8 +332,9 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
   }
   // Unique per communicator by construction: every rank takes the same, never used, tag.
   const std::int64_t tag = v[kTag];
-  if (tag > engine_.max_tag()) {
-    const Error e(ErrorCode::InvalidUsage, std::string(api_) + ": more than " + std::to_string(engine_.max_tag()) +
+  const int max_tag = engine_.transport().max_tag();
+  if (tag > max_tag) {
+    const Error e(ErrorCode::InvalidUsage, std::string(api_) + ": more than " + std::to_string(max_tag) +
                                                " configurations on one communicator (the transport's tag limit)");
     mark_broken(e);
     throw e;
@@ -425,10 +402,9 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
 void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf,
                   std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded) {
   if (algorithm == Algorithm::native && nranks_ > 1) {
-    if (bounded)
-      engine_.native_allreduce_bounded(sendbuf, recvbuf, count, dtype, op, timeout_s_, tag);
-    else
-      engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op);
+    std::optional<Engine::NativeBound> bound;
+    if (bounded) bound = Engine::NativeBound{timeout_s_, tag};
+    engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op, bound);
     return;
   }
   if (sendbuf != recvbuf && phases != PhaseSelection::waiting_only)

@@ -9,15 +9,12 @@
 
 namespace stragglar::detail {
 
-// The tag of agreements over a transport. No configuration gets it: an Engine that uses
-// transport_max returns kAgreementTag - 1 (or less) from max_tag().
-inline constexpr int kAgreementTag = 0x7ffffff8;
-
 // Dissemination (Bruck et al.): in round k every rank sends its running max to rank + 2^k and
 // receives from rank - 2^k; max is idempotent, so ceil(log2 n) rounds give every rank the max
-// over all ranks for any n. Messages carry `tag` (a tag no configuration uses). Timeouts are
-// the transport's. `scratch` (owned by the engine, kept alive after a timeout) holds what is
-// sent and received.
+// over all ranks for any n. Messages carry `tag` (a tag no configuration uses: kAgreementTag,
+// transport.hpp, or one of the transport's own). Timeouts are the transport's, i.e. the
+// session's (Transport::set_timeout). `scratch` (owned by the engine, kept alive after a
+// timeout) holds what is sent and received.
 void transport_max(Transport& transport, std::span<std::int64_t> values, std::vector<std::int64_t>& scratch, int tag);
 
 }  // namespace stragglar::detail

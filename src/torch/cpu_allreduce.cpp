@@ -229,8 +229,7 @@ void CpuAllreduce::execute(const Job& job) {
       throw *connect_error_;
     }
   }
-  engine_->ucx().set_timeout(job.timeout_s);
-  session_->set_timeout(job.timeout_s);  // the agreement and auto's exchange wait as long
+  session_->set_timeout(job.timeout_s);  // every wait of the call, the transport's included
   // Raw memory in, raw memory out: no autograd bookkeeping on the user's tensor (as Gloo).
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   // Contiguous tensors (any storage offset) in place: exactly their elements are touched. Others

@@ -25,6 +25,7 @@
 
 #include "call_records.hpp"
 #include "process_group_stragglar.hpp"
+#include "runtime/session.hpp"
 #include "ucx/ucx_engine.hpp"
 
 namespace stragglar::torch_backend {

@@ -177,7 +177,7 @@ c10::intrusive_ptr<c10d::Work> CudaAllreduce::run(const at::Tensor& tensor, Data
   // bounds the agreement and every poll, not STRAGGLAR_TIMEOUT_S.
   const double timeout_s = static_cast<double>(timeout.count()) / 1000.0;
   if (timeout_s != s.timeout_s) {
-    s.session->set_timeout(timeout_s);
+    s.session->session().set_timeout(timeout_s);  // every wait, the engine's transport's included
     s.timeout_s = timeout_s;
   }
 

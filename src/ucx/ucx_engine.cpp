@@ -19,7 +19,7 @@ void UcxEngine::agree_max(std::span<std::int64_t> values, double) {
 }
 
 void UcxEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
-                                 ReduceOp op) {
+                                 ReduceOp op, std::optional<NativeBound>) {
   if (sendbuf != recvbuf) device_.copy(recvbuf, sendbuf, count * size_of(dtype));
   native_(recvbuf, count, dtype, op);
 }

@@ -8,16 +8,21 @@
 //   agree_max   transport_max: dissemination over the same transport, on a tag of its own
 //   native      a callback: another engine's AllReduce (the torch backend: its inner Gloo; the
 //               benchmark: MPI_Allreduce). This file knows neither.
+//   timer       HostCallTimer: the host clock, auto's exchange through agree_max
+//
+// Its one timeout is the session's (Session::set_timeout sets it on the transport).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "runtime/call_timer.hpp"
 #include "runtime/cpu_device.hpp"
-#include "runtime/session.hpp"
+#include "runtime/engine.hpp"
 #include "runtime/transport_agreement.hpp"
 #include "ucx/ucx_transport.hpp"
 
@@ -33,13 +38,17 @@ class UcxEngine final : public Engine {
 
   Transport& transport() override { return *transport_; }
   Device& device() override { return device_; }
-  CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
-  // The agreement's messages use kAgreementTag; configurations take tags below it.
-  int max_tag() const override { return kAgreementTag - 1; }
-  // The transport's own timeout (UcxTransport::set_timeout, which the front-end keeps equal to
-  // the session's) bounds it.
+  // transport_max on kAgreementTag, above every configuration's tag (Transport::max_tag), bounded
+  // by the transport's timeout: the session's (Transport::set_timeout), which is timeout_s.
   void agree_max(std::span<std::int64_t> values, double timeout_s) override;
-  void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op) override;
+  // The callback, bounded by its own engine's timeout: auto's bound needs nothing more.
+  void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+                        std::optional<NativeBound> bound) override;
+  CallTimer& timer() override { return timer_; }  // a host engine: the host clock
+  void reserve(std::size_t, std::size_t agreement_values) override {
+    agreement_scratch_.reserve(2 * agreement_values);  // transport_max: the running max and a receive
+  }
+  CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
 
   UcxTransport& ucx() noexcept { return *transport_; }
   const UcxTransport& ucx() const noexcept { return *transport_; }
@@ -49,6 +58,7 @@ class UcxEngine final : public Engine {
   CpuDevice device_;
   NativeAllreduce native_;
   std::vector<std::int64_t> agreement_scratch_;  // transport_max's messages; alive as long as the engine
+  HostCallTimer timer_{*this};
 };
 
 }  // namespace stragglar::detail

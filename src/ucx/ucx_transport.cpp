@@ -855,7 +855,7 @@ void UcxTransport::exchange(std::span<const Message> sends, std::span<const Mess
 void UcxTransport::set_tag(int tag) { impl_->tag = tag; }
 int UcxTransport::tag() const { return impl_->tag; }
 void UcxTransport::set_timeout(double timeout_s) {
-  if (!(timeout_s > 0))  // called per call by the PyTorch backend: no string unless it fails
+  if (!(timeout_s > 0))  // by Session::set_timeout, per call on the PyTorch backend: no string unless it fails
     throw Error(ErrorCode::InvalidUsage, "UcxTransport::set_timeout: " + seconds_text(timeout_s) + " s, expected > 0");
   impl_->options.timeout_s = timeout_s;
 }

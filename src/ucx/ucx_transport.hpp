@@ -96,7 +96,7 @@ class UcxTransport final : public Transport {
   // Messages of one tag never match another tag's (one tag per collective configuration).
   void set_tag(int tag) override;
   int tag() const;
-  void set_timeout(double timeout_s);
+  void set_timeout(double timeout_s) override;
   // What UCX uses to reach `peer`, e.g. "sysv/memory cma/memory" or "tcp/lo" (diagnostics).
   std::string describe_peer(int peer) const;
 

@@ -124,8 +124,6 @@ class UcxComm final : public Comm {
       native_->allreduce(buf, buf, count, dtype, op, r);
     };
     engine_ = std::make_unique<detail::UcxEngine>(UcxTransport::connect(store, "main" + gen, rank_, n_, o), ring);
-    native_engine_->ucx().set_timeout(timeout_s);
-    engine_->ucx().set_timeout(timeout_s);
     session_ = std::make_unique<detail::Session>(*engine_, "fault_worker");
     session_->set_timeout(timeout_s);
   }

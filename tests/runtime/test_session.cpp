@@ -291,9 +291,11 @@ TEST(Session, ScratchGrowsGeometricallyWithAscendingCounts) {
     Transport& transport() override { return inner.transport(); }
     Device& device() override { return dev; }
     void agree_max(std::span<std::int64_t> v, double t) override { inner.agree_max(v, t); }
-    void native_allreduce(const void* s, void* r, std::size_t c, DataType t, ReduceOp op) override {
-      inner.native_allreduce(s, r, c, t, op);
+    void native_allreduce(const void* s, void* r, std::size_t c, DataType t, ReduceOp op,
+                          std::optional<NativeBound> bound) override {
+      inner.native_allreduce(s, r, c, t, op, bound);
     }
+    detail::CallTimer& timer() override { return inner.timer(); }
     ThreadEngine inner;
     CountingDevice dev;
   };

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "runtime/call_timer.hpp"
 #include "runtime/cpu_device.hpp"
-#include "runtime/session.hpp"
+#include "runtime/engine.hpp"
 #include "thread_transport.hpp"
 
 namespace stragglar::testing {
@@ -71,7 +73,9 @@ class ThreadEngine final : public detail::Engine {
                            for (std::size_t i = 0; i < bytes / sizeof(std::int64_t); ++i) a[i] = std::max(a[i], b[i]);
                          });
   }
-  void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op) override {
+  // Bounded already (the job's barrier times out): auto's bound needs nothing more.
+  void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
+                        std::optional<NativeBound>) override {
     ++native_calls;
     const ReduceOp base = op == ReduceOp::avg ? ReduceOp::sum : op;
     reduce_through_slots(sendbuf, recvbuf, count * size_of(t), [&](void* acc, const void* x, std::size_t) {
@@ -80,10 +84,10 @@ class ThreadEngine final : public detail::Engine {
     if (op == ReduceOp::avg) cpu_finish_average(recvbuf, count, t, job_.hub.n());
   }
   int native_calls = 0;
-  void reserve_exchange(std::size_t values) override {
-    Engine::reserve_exchange(values);
+  detail::CallTimer& timer() override { return timer_; }  // a host engine: the host clock
+  void reserve(std::size_t, std::size_t agreement_values) override {
     std::vector<unsigned char>& mine = job_.slot(rank_);  // read by others only inside an agreement
-    if (mine.size() < values * sizeof(std::int64_t)) mine.resize(values * sizeof(std::int64_t));
+    if (mine.size() < agreement_values * sizeof(std::int64_t)) mine.resize(agreement_values * sizeof(std::int64_t));
   }
 
  private:
@@ -104,6 +108,7 @@ class ThreadEngine final : public detail::Engine {
   int rank_;
   ThreadTransport transport_;
   CpuDevice device_;
+  detail::HostCallTimer timer_{*this};
 };
 
 }  // namespace stragglar::testing

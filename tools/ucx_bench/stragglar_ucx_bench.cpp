@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -109,7 +110,7 @@ class MpiKeyValueStore final : public KeyValueStore {
 };
 
 // The calibration's messages: a tag no configuration reaches (the session numbers them from 1).
-constexpr int kCalibrationTag = detail::kAgreementTag - 2;
+constexpr int kCalibrationTag = kAgreementTag - 2;
 
 // A duplicate of a communicator with MPI_ERRORS_RETURN (what MpiEngine expects), freed last.
 struct PrivateComm {
@@ -131,7 +132,7 @@ class UcxBackend final : public bench::HostBackend {
         mpi_(comm_.c, detail::env()),
         engine_(connect(comm_.c, options_),
                 [this](void* buf, std::size_t count, DataType t, ReduceOp op) {
-                  mpi_.native_allreduce(buf, buf, count, t, op);
+                  mpi_.native_allreduce(buf, buf, count, t, op, /*bound=*/std::nullopt);  // MPI_Allreduce
                 }),
         session_(engine_, "stragglar-ucx-bench") {}
 

@@ -1,0 +1,61 @@
+// auto's timer on a GPU (runtime/call_timer.hpp; docs/auto.md "Lags"), the NCCL engine's
+// (nccl_engine.hpp). A call's time is what its stream spent in it — CUDA events: a straggler's
+// delay is often a kernel still running on its stream, invisible to the host — read
+// kMeasurementLag calls later; the exchange is a stream-ordered ncclAllReduce whose result is read
+// as late. So the host never waits for its GPU to catch up unless it is more than the lag ahead.
+#pragma once
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "nccl_transport.hpp"
+#include "runtime/call_timer.hpp"
+
+namespace stragglar::detail {
+
+class NcclCallTimer final : public CallTimer {
+ public:
+  // Works on `transport`'s current stream (the call's); comm and transport outlive the timer.
+  NcclCallTimer(ncclComm_t comm, NcclTransport& transport) : comm_(comm), transport_(transport) {}
+  ~NcclCallTimer() override;
+  NcclCallTimer(const NcclCallTimer&) = delete;
+  NcclCallTimer& operator=(const NcclCallTimer&) = delete;
+
+  static constexpr int kMeasurementLag = 2;
+  int measurement_lag() const override { return kMeasurementLag; }
+  // The exchange's pinned and device buffers are made at its first use, on the call's device.
+  void reserve_exchange(std::size_t) override {}
+  void time_begin() override;
+  void time_end() override;
+  double take_time(double timeout_s) override;
+  void exchange_begin(std::span<std::int64_t> values, double timeout_s) override;
+  void exchange_end(std::span<std::int64_t> values, double timeout_s) override;
+
+  // An exchange begun and not ended (or timed out): the stream may still write its buffers.
+  bool exchange_pending() const noexcept { return exchange_pending_; }
+  // Keep every buffer and event at destruction: the engine's stream may never finish, and
+  // freeing under it could block or free what it still writes.
+  void keep_resources_at_destruction() noexcept { keep_resources_ = true; }
+
+ private:
+  ncclComm_t comm_;
+  NcclTransport& transport_;
+  // Timing events of the calls not taken yet (a ring).
+  static constexpr int kTimers = 8;
+  cudaEvent_t starts_[kTimers] = {};
+  cudaEvent_t ends_[kTimers] = {};
+  int timed_ = 0;  // calls timed so far
+  int taken_ = 0;  // calls whose time was taken
+  // The exchange's own buffers.
+  std::int64_t* xhost_ = nullptr;  // pinned
+  std::int64_t* xdev_ = nullptr;
+  std::size_t xcapacity_ = 0;
+  cudaEvent_t exchanged_ = nullptr;
+  bool exchange_pending_ = false;  // begun, not ended (or timed out): the stream may write xhost_/xdev_
+  bool keep_resources_ = false;
+};
+
+}  // namespace stragglar::detail

@@ -1,0 +1,51 @@
+// A host engine's timer for auto (call_timer.hpp).
+#include "runtime/call_timer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+
+#include "runtime/engine.hpp"
+#include "stragglar/error.hpp"
+
+namespace stragglar::detail {
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void HostCallTimer::reserve_exchange(std::size_t values) {
+  exchanged_.reserve(values);
+  engine_.reserve(/*native_bytes=*/0, /*agreement_values=*/values);  // the exchange is an agreement
+}
+
+void HostCallTimer::time_begin() { start_ns_ = now_ns(); }
+
+void HostCallTimer::time_end() {
+  if (times_ == static_cast<int>(std::size(times_ns_)))
+    throw Error(ErrorCode::Internal, "HostCallTimer: more timed calls than measurement_lag() allows");
+  times_ns_[times_++] = now_ns() - start_ns_;
+}
+
+double HostCallTimer::take_time(double) {
+  if (times_ == 0) throw Error(ErrorCode::Internal, "HostCallTimer: no timed call to take");
+  const std::int64_t ns = times_ns_[0];
+  std::copy(times_ns_ + 1, times_ns_ + times_, times_ns_);
+  --times_;
+  return static_cast<double>(ns) * 1e-9;
+}
+
+void HostCallTimer::exchange_begin(std::span<std::int64_t> values, double timeout_s) {
+  engine_.agree_max(values, timeout_s);
+  exchanged_.assign(values.begin(), values.end());
+}
+
+void HostCallTimer::exchange_end(std::span<std::int64_t> values, double) {
+  std::copy(exchanged_.begin(), exchanged_.end(), values.begin());
+}
+
+}  // namespace stragglar::detail

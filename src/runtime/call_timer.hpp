@@ -1,0 +1,62 @@
+// How auto's calls are timed and exchanged (algorithm = auto: straggler_policy.hpp, auto_runner.hpp,
+// docs/auto.md). The policy needs every call's time inside its data phase on this rank, and one
+// small exchange (an element-wise max over ranks) every P calls. An engine supplies a CallTimer
+// (Engine::timer()): host engines the HostCallTimer below (the host clock, the exchange through
+// the engine's agreement at once); the NCCL engine times its stream with CUDA events and runs the
+// exchange stream-ordered (src/cuda/nccl_call_timer.hpp), delivering both measurement_lag() calls
+// later, the same lag on every rank, so that the host never waits for the GPU (docs/auto.md "Lags").
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace stragglar::detail {
+
+class Engine;
+
+class CallTimer {
+ public:
+  virtual ~CallTimer() = default;
+  // Calls between a call (or an exchange begun after it) and the delivery of its time (or the
+  // exchange's result): 0 when both are known at once.
+  virtual int measurement_lag() const = 0;
+  // Called when an auto configuration is created: size every buffer an exchange of `values`
+  // values will use, so that later calls allocate nothing.
+  virtual void reserve_exchange(std::size_t values) = 0;
+  // Around the data phase of one call.
+  virtual void time_begin() = 0;
+  virtual void time_end() = 0;
+  // The time of the oldest timed call not taken yet, in seconds; waits at most timeout_s (the
+  // session's) for it.
+  virtual double take_time(double timeout_s) = 0;
+  // The element-wise max of `values` over ranks: begun after a call's data phase (every rank is
+  // there), its result written back into `values` by exchange_end, measurement_lag() calls later.
+  // Waits at most timeout_s (the session's).
+  virtual void exchange_begin(std::span<std::int64_t> values, double timeout_s) = 0;
+  virtual void exchange_end(std::span<std::int64_t> values, double timeout_s) = 0;
+};
+
+// A host engine's timer: the host's steady clock around the call, and the exchange as the
+// engine's agree_max right away (lag 0).
+class HostCallTimer final : public CallTimer {
+ public:
+  // `engine` runs the exchange (its agree_max) and sizes it (its reserve); it outlives the timer.
+  explicit HostCallTimer(Engine& engine) : engine_(engine) {}
+  int measurement_lag() const override { return 0; }
+  void reserve_exchange(std::size_t values) override;
+  void time_begin() override;
+  void time_end() override;
+  double take_time(double timeout_s) override;
+  void exchange_begin(std::span<std::int64_t> values, double timeout_s) override;
+  void exchange_end(std::span<std::int64_t> values, double timeout_s) override;
+
+ private:
+  Engine& engine_;
+  std::int64_t start_ns_ = 0;
+  std::int64_t times_ns_[8] = {};  // host times of calls not taken yet
+  int times_ = 0;
+  std::vector<std::int64_t> exchanged_;  // the exchange's result, until exchange_end
+};
+
+}  // namespace stragglar::detail

@@ -1,0 +1,74 @@
+// Engine: what a front-end supplies to the runtime core (session.hpp; DESIGN.md "Runtime core and
+// front-ends"; docs/runtime.md). Five things an engine must supply — its Transport, its Device, a
+// small agreement collective, its native AllReduce, and a timer for auto — and four small
+// defaults. The base holds no state. The Session owns the one timeout: it sets it on the
+// transport (Transport::set_timeout) and passes it to every other wait below (timeout_s), so an
+// engine never keeps a timeout of its own in step by hand.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "runtime/auto_cost_model.hpp"
+#include "runtime/call_timer.hpp"
+#include "runtime/device.hpp"
+#include "runtime/hosts.hpp"
+#include "runtime/transport.hpp"
+#include "stragglar/types.hpp"
+
+namespace stragglar::detail {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // ---- what every engine supplies ------------------------------------------------------------
+  // Where the schedules' messages go (the executor's rounds; the session sets its timeout).
+  virtual Transport& transport() = 0;
+  // Where buffers live and how they are reduced.
+  virtual Device& device() = 0;
+  // Element-wise maximum of `values` over all ranks, in place, within `timeout_s` (the
+  // session's, the one its transport has too: an agreement run over the transport may rely on
+  // the transport's). On a timeout it throws Error(Timeout) and must leave nothing pending that
+  // writes to `values` (stage through engine-owned memory and keep it alive); Error(SystemError)
+  // for an engine failure. Used once per new configuration (and by HostCallTimer's exchange).
+  virtual void agree_max(std::span<std::int64_t> values, double timeout_s) = 0;
+  // What auto's native call must honour: the session's timeout, and the configuration's tag
+  // (for an engine that moves the data through its transport).
+  struct NativeBound {
+    double timeout_s;
+    int tag;
+  };
+  // The engine's own AllReduce of count elements (sendbuf == recvbuf: in place). Without a
+  // bound it is `native` named by the user, with the engine's own behaviour (MPI_Allreduce:
+  // MPI's on a dead peer). With one it is auto running native: auto is the default, and the
+  // default must keep the timeout promise whatever it picks, so an engine whose native can block
+  // forever (MPI_Allreduce) runs a bounded form that, like agree_max, leaves nothing pending that
+  // writes the caller's memory; a native bounded already (NCCL polled with the transport's
+  // timeout, Gloo with its own) ignores the bound.
+  virtual void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
+                                std::optional<NativeBound> bound) = 0;
+  // Times auto's calls and runs its exchange (call_timer.hpp): a host engine returns a
+  // HostCallTimer over its agree_max; a GPU engine times its stream.
+  virtual CallTimer& timer() = 0;
+
+  // ---- defaults --------------------------------------------------------------------------------
+  // Called when an auto configuration is created: size whatever a bounded native of
+  // `native_bytes` and an agreement of `agreement_values` values need (0: none), so that its
+  // calls allocate nothing. Never shrinks.
+  virtual void reserve(std::size_t /*native_bytes*/, std::size_t /*agreement_values*/) {}
+  // Why these buffers cannot be used by this engine, beyond the core's own checks (NULL,
+  // partial overlap), or nullptr; e.g. MPI's MPI_IN_PLACE passed as recvbuf. Builds no string.
+  virtual const char* buffer_problem(const void* /*sendbuf*/, const void* /*recvbuf*/) const { return nullptr; }
+  // The cost model auto decides with when the user gave none (Options::cost, STRAGGLAR_*): its
+  // small-message gate, exchange cadence and predictions (auto_cost_model.hpp). The default,
+  // env().cost, is the GPU model; host engines return host_engine_auto_cost_model(). The same
+  // on every rank (every rank has the same engine); agreed with each auto configuration.
+  virtual CostModel auto_cost_model() const { return env().cost; }
+  // Where this rank runs, for the hosts of the communicator (hosts.hpp): equal on the ranks of
+  // one host. The default is the host name's hash; test engines give threads hosts of their own.
+  virtual std::int64_t host_id() const { return this_host_id(); }
+};
+
+}  // namespace stragglar::detail
