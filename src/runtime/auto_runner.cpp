@@ -136,6 +136,8 @@ StragglerPolicy make_policy(Engine& engine, int nranks, std::size_t bytes, const
   pc.ranks_per_host = base.cost->ranks_per_host;
   auto model = std::make_shared<PredictionCache>(base, nranks, bytes);
   pc.exchange_every = calls_per_exchange(*model, nranks, *base.cost, pc.period, engine.timer().measurement_lag());
+  // Deciding after every call converges at once; once settled, every P calls (straggler_policy.hpp).
+  if (pc.exchange_every == 1) pc.settled_exchange_every = pc.period;
   return StragglerPolicy(std::move(pc), [model](const Choice& c, double delay_s) { return (*model)(c, delay_s); });
 }
 }  // namespace

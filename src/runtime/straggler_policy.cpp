@@ -95,7 +95,11 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   check_int(c.period >= 1 && c.period <= 1000, "period", c.period, "1 to 1000 calls per block");
   check_int(c.exchange_every >= 0 && c.exchange_every <= c.period, "exchange_every", c.exchange_every,
             "0 (= period) to period calls per exchange");
-  window_ = c.exchange_every > 0 ? c.exchange_every : c.period;
+  converging_window_ = window_ = c.exchange_every > 0 ? c.exchange_every : c.period;
+  check_int(c.settled_exchange_every == 0 || (c.settled_exchange_every >= window_ && c.settled_exchange_every <= c.period),
+            "settled_exchange_every", c.settled_exchange_every, "0 (= exchange_every) or exchange_every to period calls");
+  settled_window_ = c.settled_exchange_every > 0 ? c.settled_exchange_every : window_;
+  slots_ = std::max(converging_window_, settled_window_) + 1;
   check_int(c.min_samples >= 1, "min_samples", c.min_samples, "an integer >= 1");
   check_int(c.history >= c.min_samples && c.history <= 1000, "history", c.history,
             "an integer from min_samples to 1000");
@@ -340,8 +344,8 @@ void StragglerPolicy::fill_exchange(std::span<std::int64_t> all, int rank) {
   if (rank < 0 || rank >= config_.nranks) check_int(false, "rank", rank, "a rank in [0, nranks)");
   std::fill(all.begin(), all.end(), std::int64_t{-1});
   const std::size_t base = static_cast<std::size_t>(rank) * static_cast<std::size_t>(slots_per_rank());
-  for (int j = 0; j < window_; ++j) all[base + static_cast<std::size_t>(j)] = slot(filled_ + j).ns;
-  all[base + static_cast<std::size_t>(window_)] = static_cast<std::int64_t>(window_digest(filled_));
+  for (int j = 0; j < slots_ - 1; ++j) all[base + static_cast<std::size_t>(j)] = j < window_ ? slot(filled_ + j).ns : 0;
+  all[base + static_cast<std::size_t>(slots_ - 1)] = static_cast<std::int64_t>(window_digest(filled_));
   filled_ += window_;
 }
 
@@ -522,13 +526,13 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   const auto at = [&](int r, int j) { return all[static_cast<std::size_t>(r * S + j)]; };
   const std::int64_t digest = static_cast<std::int64_t>(window_digest(first));
   for (int r = 0; r < n; ++r) {
-    for (int j = 0; j <= W; ++j)
+    for (int j = 0; j < S; ++j)
       if (at(r, j) < 0)
         throw Error(ErrorCode::InvalidUsage, "straggler policy: rank " + std::to_string(r) +
-                                                 " contributed nothing to exchange " + std::to_string(decided_ / W) +
+                                                 " contributed nothing to exchange " + std::to_string(decisions_) +
                                                  " (slot " + std::to_string(j) +
                                                  " is negative), expected every rank to fill_exchange() before the max");
-    if (at(r, W) != digest)
+    if (at(r, S - 1) != digest)
       throw Error(ErrorCode::Mismatch,
                   "straggler policy: rank " + std::to_string(r) + " ran different choices or counted calls differently in calls " +
                       std::to_string(first) + ".." + std::to_string(first + W - 1) + " than this rank, expected every rank "
@@ -723,8 +727,9 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       // from flapping back.
       const double se = 1.36 * noise_ * std::sqrt(1.0 / b.fresh + (i.measured ? 1.0 / i.fresh : 0.0));
       const double margin = config_.switch_margin + std::min(1.5 * se, config_.model_error);
-      // Dwell: no measured switch straight back to the choice just left (flapping).
-      const bool dwell_ok = best != previous_incumbent_ || !i.measured || incumbent_by_model_ ||
+      // Dwell: no measured switch straight back to the choice just left (flapping). The choice,
+      // not the candidate: StragglAR told another rank is another choice (a straggler that moved).
+      const bool dwell_ok = !(choice_of(best) == previous_choice_) || !i.measured || incumbent_by_model_ ||
                             window - last_change_window_ >= config_.min_dwell_windows;
       if (b.value * (1 + margin) < i.value && dwell_ok) {
         switched = true;
@@ -744,7 +749,7 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     }
     if (switched) {
       if (!std::isfinite(i.value)) incumbent_by_model_ = !b.measured;
-      previous_incumbent_ = incumbent_;
+      previous_choice_ = old_choice;
       incumbent_ = best;
       last_change_window_ = window;
     }
@@ -758,9 +763,22 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     planned_block_ = next_block;
   }
   decided_ += W;
+  ++decisions_;
   update_next();
 
   const bool changed = !(incumbent_choice_ == old_choice);
+  // The next window: every P calls once settled — P calls in a row whose decisions changed
+  // nothing, explored nothing and kept a measured choice (settled_exchange_every) — back to every
+  // call at any change or planned exploration. Only when no later window is filled yet (engines that
+  // decide with a lag keep one window length: they never set settled_exchange_every), and a settled
+  // window starts on a block boundary, so it is the block exploration is planned for.
+  const bool quiet = plan_pos_ >= plan_.size() && !changed && late_ == old_late && target_set_ == old_target_set &&
+                     est_[static_cast<std::size_t>(incumbent_)].measured;
+  quiet_calls_ = quiet ? quiet_calls_ + W : 0;
+  if (filled_ == decided_) {
+    if (quiet_calls_ < P) window_ = converging_window_;
+    else if (decided_ % settled_window_ == 0 && decided_ % P == 0) window_ = settled_window_;
+  }
   if (changed && words) {
     if (reason.empty() && target_set_ != old_target_set)
       reason = "the late set became " + to_string(Choice{Algorithm::stragglar_k, -1, set_span(target_set_)});

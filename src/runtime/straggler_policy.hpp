@@ -72,6 +72,13 @@ struct PolicyConfig {
   // exchange costs little beside the call) lets auto decide after every call: it converges from
   // the first measured call and follows a new straggler within two calls (docs/auto.md).
   int exchange_every = 0;
+  // Calls per exchange once settled, exchange_every..period; 0: exchange_every always. Settled:
+  // the decisions of the last P calls changed nothing (choice, late rank, late set), planned no
+  // exploration call, and the choice is backed by measurements. An exchange is one small collective on the critical path of the
+  // call it follows (on the 2-core VM ~2 ms after a 20–75 ms call: a late rank's partners are
+  // descheduled); host engines decide after every call while converging and every P calls once
+  // settled, and go back to every call at the first decision that changes or explores anything.
+  int settled_exchange_every = 0;
   // The first call follows a synchronisation (the core's agreement of a new configuration):
   // nobody is late in it, so it counts for no vote and measures only straggler-agnostic choices.
   bool first_call_synchronised = false;
@@ -136,10 +143,12 @@ class StragglerPolicy {
 
   // exchange_every recorded calls wait to be exchanged.
   bool exchange_due() const noexcept;
-  // Calls per exchange (window): config.exchange_every, or period when that is 0.
+  // Calls in the current exchange window: exchange_every (or period when that is 0), or
+  // settled_exchange_every once settled.
   int window_calls() const noexcept { return window_; }
-  // int64 slots each rank contributes: the window's in-call times (ns) and its digest.
-  int slots_per_rank() const noexcept { return window_ + 1; }
+  // int64 slots each rank contributes, the same at every exchange: room for the longest
+  // window's in-call times (ns; a shorter window leaves the rest 0), then the window's digest.
+  int slots_per_rank() const noexcept { return slots_; }
   int exchange_size() const noexcept { return config_.nranks * slots_per_rank(); }
   // Writes the whole exchange array (exchange_size() values, rank-major): this rank's slots, -1
   // in every other slot, so an element-wise max over ranks gives every rank every rank's values.
@@ -169,7 +178,7 @@ class StragglerPolicy {
   // STRAGGLAR_DEBUG=INFO.
   const std::string& last_switch_evidence() const noexcept { return evidence_; }
   std::int64_t calls_begun() const noexcept { return begun_; }
-  std::int64_t decisions() const noexcept { return decided_ / window_; }
+  std::int64_t decisions() const noexcept { return decisions_; }
 
  private:
   struct Sample {
@@ -224,7 +233,11 @@ class StragglerPolicy {
   void update_next();
 
   PolicyConfig config_;
-  int window_ = 1;  // calls per exchange
+  int window_ = 1;          // calls in the current exchange window
+  int converging_window_ = 1, settled_window_ = 1;  // the window before and after settling
+  int slots_ = 2;           // slots_per_rank(): the longer window + the digest
+  std::int64_t decisions_ = 0;
+  int quiet_calls_ = 0;     // calls since a decision last changed or explored anything
   Predictor predict_;
   std::vector<Candidate> cands_;
   std::vector<Ran> ring_;  // begun calls not yet decided, indexed by call number mod size (power of 2)
@@ -237,7 +250,7 @@ class StragglerPolicy {
   double delay_s_ = 0;
   double noise_ = 0;  // relative spread of measured calls (σ), smoothed over decisions
   std::int64_t last_change_window_ = -1;  // decision index of the last incumbent change
-  int previous_incumbent_ = -1;           // the incumbent before it
+  Choice previous_choice_{Algorithm::automatic, -1};  // what the incumbent ran before it (dwell)
   bool incumbent_by_model_ = true;        // chosen without measurements backing it
   std::int64_t last_refresh_window_ = 0;
   std::int64_t planned_block_ = -1;  // block of the last exploration plan

@@ -551,6 +551,37 @@ TEST(StragglerPolicy, MovingStragglerIsFollowedWithinTwoPeriods) {
     }
 }
 
+TEST(StragglerPolicy, SettledJobsExchangeOncePerBlockAndGoBackToEveryCallAtAChange) {
+  // The host engines' form (auto_runner.cpp): decide after every call while converging, every P
+  // calls once settled (one exchange per block on the critical path instead of P). A straggler
+  // that moves is still followed within two blocks, and the window is back to one call by then.
+  const int P = config8().period;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed)
+    for (int offset = 0; offset < P; ++offset) {
+      PolicyConfig cfg = config8();
+      cfg.settled_exchange_every = P;
+      Job job(cfg, model_predictor(Costs{}), seed * 100 + static_cast<std::uint64_t>(offset));
+      const int move = 40 + offset;
+      int settled_at = -1, followed = -1;
+      for (int i = 0; i < move + 4 * P; ++i) {
+        const Choice c = job.call(World{i < move ? 6 : 1, 0.2}, Costs{}, Noise{});
+        if (i < move && settled_at < 0 && job.rank0().window_calls() == P) settled_at = i;
+        if (i >= move && followed < 0 && c == Choice{Algorithm::stragglar, 1}) followed = i;
+      }
+      ASSERT_GE(settled_at, 0) << "seed " << seed << ": never settled in " << move << " calls on one straggler";
+      EXPECT_LE(settled_at, 4 * P) << "seed " << seed;
+      ASSERT_GE(followed, 0) << "seed " << seed << " offset " << offset;
+      EXPECT_LE(followed - move, 2 * P) << "seed " << seed << " offset " << offset;
+      EXPECT_EQ(job.rank0().incumbent(), (Choice{Algorithm::stragglar, 1}))
+          << "seed " << seed << " offset " << offset << ": " << job.rank0().last_switch_evidence();
+      EXPECT_EQ(job.rank0().slots_per_rank(), P + 1);  // the same array at every exchange
+    }
+  // A settled window is not allowed shorter than the converging one, nor longer than a block.
+  PolicyConfig bad = config8();
+  bad.settled_exchange_every = bad.period + 1;
+  EXPECT_THROW(StragglerPolicy(bad, model_predictor(Costs{})), Error);
+}
+
 // ---- hysteresis and exploration ---------------------------------------------------------------
 
 TEST(StragglerPolicy, NoFlappingUnderNoiseBetweenNearlyEqualCandidates) {
@@ -736,6 +767,7 @@ PatternRun run_pattern(const Pattern& pattern, std::uint64_t seed, int exchange_
                        const Noise& z = {}) {
   PolicyConfig cfg = config8();
   cfg.exchange_every = exchange_every;
+  if (exchange_every == 1) cfg.settled_exchange_every = cfg.period;  // as the runtime sets it (auto_runner.cpp)
   cfg.first_call_synchronised = true;
   const int n = cfg.nranks;
   Job job(cfg, model_predictor(k), seed);
