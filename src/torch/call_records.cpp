@@ -3,6 +3,8 @@
 
 #include <c10/core/ScalarType.h>
 
+#include <future>
+#include <memory>
 #include <thread>
 
 #include "tensor_args.hpp"
@@ -62,7 +64,7 @@ std::string describe_all_reduce(const std::vector<at::Tensor>& tensors, const ch
     s.append(c10::getDtypeNames(t.scalar_type()).first).append("[").append(std::to_string(t.numel())).append("]");
     if (t.layout() != at::kStrided) s.append(" ").append(c10::str(t.layout()));
   }
-  s.append(" (").append(op).append(", ").append(tensors.empty() ? "no tensor" : tensors[0].device().str());
+  s.append(" (").append(op).append(", ").append(tensors.empty() ? "no tensor" : c10::DeviceTypeName(tensors[0].device().type(), /*lower_case=*/true));
   s.append(") through ").append(route);
   return s;
 }
@@ -76,6 +78,25 @@ std::string CallRecords::key(std::uint64_t sequence, int rank) const {
 
 std::exception_ptr CallRecords::explain(std::uint64_t sequence, const std::string& mine,
                                         std::exception_ptr error) const {
+  // The store's calls block up to the store's own timeout (a stopped rank 0 holds a TCPStore's
+  // server): asked on a thread of its own, answered within kWaitForPeersS + kStoreGraceS or not
+  // at all (the thread then ends when the store answers or times out; it owns what it uses).
+  auto answer = std::make_shared<std::promise<std::exception_ptr>>();
+  std::future<std::exception_ptr> answered = answer->get_future();
+  try {
+    std::thread([records = *this, sequence, mine, error, answer] {
+      answer->set_value(records.explain_now(sequence, mine, error));
+    }).detach();
+  } catch (...) {
+    return error;  // no thread to be had: the original error says enough
+  }
+  if (answered.wait_for(std::chrono::duration<double>(kWaitForPeersS + kStoreGraceS)) != std::future_status::ready)
+    return error;
+  return answered.get();
+}
+
+std::exception_ptr CallRecords::explain_now(std::uint64_t sequence, const std::string& mine,
+                                            std::exception_ptr error) const {
   try {
     store_->set(key(sequence, rank_), std::vector<std::uint8_t>(mine.begin(), mine.end()));
     std::vector<std::string> others;

@@ -25,7 +25,7 @@
 namespace stragglar::torch_backend {
 
 // "all_reduce of float32[1024] (sum, cpu) through stragglar": what a rank's call was, as its
-// peers will read it.
+// peers will read it. The device's type only: ranks on cuda:0 and cuda:1 called alike.
 std::string describe_all_reduce(const std::vector<at::Tensor>& tensors, const char* op, const char* route);
 // One name per op, whichever side of the routing it was seen on.
 const char* reduce_op_name(const c10d::ReduceOp& op);
@@ -36,17 +36,20 @@ class CallRecords {
   // How long a failed call waits for its peers' records: they fail at about the same time (the
   // same timeout), and a peer that is gone never writes one.
   static constexpr double kWaitForPeersS = 0.5;
+  // And how much longer the store may take to answer before the error goes out unexplained.
+  static constexpr double kStoreGraceS = 0.25;
 
   CallRecords(c10::intrusive_ptr<c10d::Store> store, int rank, int size);
 
   // After call `sequence` failed with `error` on this rank: publishes `mine`, reads the other
   // ranks' records of that call (waiting at most kWaitForPeersS for them) and returns `error` with
-  // the ranks whose call differed named first, or `error` itself when none differed or none
-  // answered. Never throws.
+  // the ranks whose call differed named first, or `error` itself when none differed, none
+  // answered, or the store did not answer within kWaitForPeersS + kStoreGraceS. Never throws.
   std::exception_ptr explain(std::uint64_t sequence, const std::string& mine, std::exception_ptr error) const;
 
  private:
   std::string key(std::uint64_t sequence, int rank) const;
+  std::exception_ptr explain_now(std::uint64_t sequence, const std::string& mine, std::exception_ptr error) const;
 
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_, size_;
@@ -72,7 +75,7 @@ class ExplainedWork final : public c10d::Work {
 
  private:
   c10::intrusive_ptr<c10d::Work> inner_;
-  const CallRecords& records_;  // the process group's, which outlives the Works it returns
+  CallRecords records_;  // a copy (a store pointer and two ints): a Work may outlive its group
   std::uint64_t sequence_;
   std::string mine_;
 };
