@@ -44,9 +44,12 @@ class Engine {
   // bound it is `native` named by the user, with the engine's own behaviour (MPI_Allreduce:
   // MPI's on a dead peer). With one it is auto running native: auto is the default, and the
   // default must keep the timeout promise whatever it picks, so an engine whose native can block
-  // forever (MPI_Allreduce) runs a bounded form that, like agree_max, leaves nothing pending that
-  // writes the caller's memory; a native bounded already (NCCL polled with the transport's
-  // timeout, Gloo with its own) ignores the bound.
+  // forever (MPI_Allreduce) runs a bounded form: one that returns within the timeout. MPI's
+  // (MPI_Iallreduce on the caller's buffers above 2 KiB) cannot be cancelled, so after a timeout
+  // it may still write them when the late peer joins: the MPI front-end's rule after an error is
+  // to keep the failed call's buffers, unused, until MPI_Finalize (docs/reliability.md, class 7).
+  // A native bounded already (NCCL polled with the transport's timeout, Gloo with its own)
+  // ignores the bound.
   virtual void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
                                 std::optional<NativeBound> bound) = 0;
   // Times auto's calls and runs its exchange (call_timer.hpp): a host engine returns a

@@ -35,7 +35,9 @@ int find_control_variable(const char* name) {
 
 IallreduceAlgorithmChoice::IallreduceAlgorithmChoice() {
   int thread_level = MPI_THREAD_SINGLE;
-  if (MPI_Query_thread(&thread_level) != MPI_SUCCESS || thread_level == MPI_THREAD_MULTIPLE) return;
+  // Write, call, restore are three MPI calls: no other thread may call MPI between them (under
+  // SERIALIZED or MULTIPLE another thread's MPI_Iallreduce could see our setting).
+  if (MPI_Query_thread(&thread_level) != MPI_SUCCESS || thread_level > MPI_THREAD_FUNNELED) return;
   int provided = 0;
   if (MPI_T_init_thread(thread_level, &provided) != MPI_SUCCESS) return;
   tool_initialised_ = true;

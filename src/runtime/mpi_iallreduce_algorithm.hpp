@@ -10,7 +10,7 @@
 // application's own MPI_Iallreduce calls are never affected.
 //
 // Only where that is safe: Open MPI (the variable exists and is writable), and a thread level
-// below MPI_THREAD_MULTIPLE (another thread's MPI_Iallreduce posted during the window could see
+// of MPI_THREAD_SINGLE or FUNNELED (under SERIALIZED or MULTIPLE another thread's MPI_Iallreduce posted during the window could see
 // our value on one rank and not on another, and ranks would run different schedules). Anywhere
 // else it does nothing and MPI picks as always.
 #pragma once

@@ -774,7 +774,7 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   // window starts on a block boundary, so it is the block exploration is planned for.
   const bool quiet = plan_pos_ >= plan_.size() && !changed && late_ == old_late && target_set_ == old_target_set &&
                      est_[static_cast<std::size_t>(incumbent_)].measured;
-  quiet_calls_ = quiet ? quiet_calls_ + W : 0;
+  quiet_calls_ = quiet ? std::min(quiet_calls_ + W, P) : 0;  // only >= P matters (no overflow)
   if (filled_ == decided_) {
     if (quiet_calls_ < P) window_ = converging_window_;
     else if (decided_ % settled_window_ == 0 && decided_ % P == 0) window_ = settled_window_;
