@@ -113,6 +113,10 @@ std::exception_ptr CallRecords::explain_now(std::uint64_t sequence, const std::s
       const std::string theirs(v.begin(), v.end());
       if (theirs != mine) differ += "; rank " + std::to_string(r) + " called " + theirs;
     }
+    // The previous call's record goes: a broken group fails every later call at once, and would
+    // otherwise leave one key per rank per call in the store (a peer still reading it only loses
+    // the explanation, not its error).
+    if (sequence > 0) store_->deleteKey(key(sequence - 1, rank_));
     if (differ.empty()) return error;
     return dist_backend_error("stragglar.torch: ranks called collective #" + std::to_string(sequence) +
                               " of this group differently: this rank (" + std::to_string(rank_) + ") called " + mine +
