@@ -14,6 +14,8 @@
 // our value on one rank and not on another, and ranks would run different schedules). Anywhere
 // else it does nothing and MPI picks as always.
 #pragma once
+#include <cstddef>  // NULL: MPICH's mpi.h defines MPI_T_CVAR_HANDLE_NULL with it and includes nothing for it
+
 #include <mpi.h>
 
 namespace stragglar::detail {
