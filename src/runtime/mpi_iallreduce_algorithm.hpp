@@ -10,11 +10,12 @@
 // application's own MPI_Iallreduce calls are never affected.
 //
 // Only where that is safe: Open MPI (the variable exists and is writable), and a thread level
-// of MPI_THREAD_SINGLE or FUNNELED (under SERIALIZED or MULTIPLE another thread's MPI_Iallreduce posted during the window could see
-// our value on one rank and not on another, and ranks would run different schedules). Anywhere
-// else it does nothing and MPI picks as always.
+// of MPI_THREAD_SINGLE or FUNNELED (under SERIALIZED or MULTIPLE another thread's MPI_Iallreduce
+// posted during the window could see our value on one rank and not on another, and ranks would
+// run different schedules). Anywhere else it does nothing and MPI picks as always.
 #pragma once
-#include <cstddef>  // NULL: MPICH's mpi.h defines MPI_T_CVAR_HANDLE_NULL with it and includes nothing for it
+// NULL: MPICH's mpi.h defines MPI_T_CVAR_HANDLE_NULL with it and includes nothing that defines it.
+#include <cstddef>
 
 #include <mpi.h>
 

@@ -74,10 +74,11 @@ struct PolicyConfig {
   int exchange_every = 0;
   // Calls per exchange once settled, exchange_every..period; 0: exchange_every always. Settled:
   // the decisions of the last P calls changed nothing (choice, late rank, late set), planned no
-  // exploration call, and the choice is backed by measurements. An exchange is one small collective on the critical path of the
-  // call it follows (on the 2-core VM ~2 ms after a 20–75 ms call: a late rank's partners are
-  // descheduled); host engines decide after every call while converging and every P calls once
-  // settled, and go back to every call at the first decision that changes or explores anything.
+  // exploration call, and the choice is backed by measurements. An exchange is one small
+  // collective on the critical path of the call it follows (on the 2-core VM ~2 ms after a
+  // 20–75 ms call: a late rank's partners are descheduled); host engines decide after every call
+  // while converging and every P calls once settled, and go back to every call at the first
+  // decision that changes or explores anything.
   int settled_exchange_every = 0;
   // The first call follows a synchronisation (the core's agreement of a new configuration):
   // nobody is late in it, so it counts for no vote and measures only straggler-agnostic choices.

@@ -64,7 +64,8 @@ std::string describe_all_reduce(const std::vector<at::Tensor>& tensors, const ch
     s.append(c10::getDtypeNames(t.scalar_type()).first).append("[").append(std::to_string(t.numel())).append("]");
     if (t.layout() != at::kStrided) s.append(" ").append(c10::str(t.layout()));
   }
-  s.append(" (").append(op).append(", ").append(tensors.empty() ? "no tensor" : c10::DeviceTypeName(tensors[0].device().type(), /*lower_case=*/true));
+  s.append(" (").append(op).append(", ");
+  s.append(tensors.empty() ? "no tensor" : c10::DeviceTypeName(tensors[0].device().type(), /*lower_case=*/true));
   s.append(") through ").append(route);
   return s;
 }
