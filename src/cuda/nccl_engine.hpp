@@ -37,6 +37,9 @@ class NcclEngine final : public Engine {
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
                         std::optional<NativeBound> bound) override;
   CallTimer& timer() override { return timer_; }  // CUDA events, the exchange on the stream (lag 2)
+  // A failed call's stream may never finish (a hung NCCL kernel): a restore enqueued after it
+  // could not run, and the buffer stays a target. As NCCL: undefined after an error.
+  BuffersOnError buffers_on_error() const override { return BuffersOnError::undefined; }
 
   ncclComm_t comm() const noexcept { return comm_; }
   int device_id() const noexcept { return device_id_; }

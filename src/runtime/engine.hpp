@@ -1,6 +1,6 @@
 // Engine: what a front-end supplies to the runtime core (session.hpp; DESIGN.md "Runtime core and
 // front-ends"; docs/runtime.md). Five things an engine must supply — its Transport, its Device, a
-// small agreement collective, its native AllReduce, and a timer for auto — and four small
+// small agreement collective, its native AllReduce, and a timer for auto — and five small
 // defaults. The base holds no state. The Session owns the one timeout: it sets it on the
 // transport (Transport::set_timeout) and passes it to every other wait below (timeout_s), so an
 // engine never keeps a timeout of its own in step by hand.
@@ -45,9 +45,10 @@ class Engine {
   // MPI's on a dead peer). With one it is auto running native: auto is the default, and the
   // default must keep the timeout promise whatever it picks, so an engine whose native can block
   // forever (MPI_Allreduce) runs a bounded form: one that returns within the timeout. MPI's
-  // (MPI_Iallreduce on the caller's buffers above 2 KiB) cannot be cancelled, so after a timeout
-  // it may still write them when the late peer joins: the MPI front-end's rule after an error is
-  // to keep the failed call's buffers, unused, until MPI_Finalize (docs/reliability.md, class 7).
+  // (MPI_Iallreduce above 2 KiB) cannot be cancelled, so after a timeout it may still read the
+  // caller's sendbuf (and write its own staging memory) when the late peer joins: the MPI
+  // front-end's rule after an error is to keep the failed call's buffers, unused, until
+  // MPI_Finalize (docs/reliability.md, class 7).
   // A native bounded already (NCCL polled with the transport's timeout, Gloo with its own)
   // ignores the bound.
   virtual void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
@@ -69,6 +70,18 @@ class Engine {
   // env().cost, is the GPU model; host engines return host_engine_auto_cost_model(). The same
   // on every rank (every rank has the same engine); agreed with each auto configuration.
   virtual CostModel auto_cost_model() const { return env().cost; }
+  // How a call that raises leaves the caller's recvbuf (issue #22 class 6; STRAGGLAR_KEEP_BUFFERS=1,
+  // the default, asks for "as it was"):
+  //   session_restores  the session copies it before the call and puts the copy back when the
+  //                     call raises (host memory, written only by the transport's receives and
+  //                     the device's reduces: after a failure nothing writes it any more)
+  //   native_stages     as session_restores, except around the bounded native, which writes
+  //                     only engine memory until it has the result (MPI: an MPI_Iallreduce that
+  //                     timed out cannot be cancelled and would write after a restore)
+  //   undefined         nothing is kept (NCCL: a stream that may never finish still targets it,
+  //                     so a restore could not be ordered after it; as NCCL itself)
+  enum class BuffersOnError { session_restores, native_stages, undefined };
+  virtual BuffersOnError buffers_on_error() const { return BuffersOnError::session_restores; }
   // Where this rank runs, for the hosts of the communicator (hosts.hpp): equal on the ranks of
   // one host. The default is the host name's hash; test engines give threads hosts of their own.
   virtual std::int64_t host_id() const { return this_host_id(); }

@@ -55,6 +55,13 @@ Env read_env() {
     else if (s != "1")
       throw Error(ErrorCode::InvalidUsage, "STRAGGLAR_VERIFY='" + s + "' is not valid: expected 0 or 1");
   }
+  if (const char* v = get("STRAGGLAR_KEEP_BUFFERS")) {
+    const std::string s = v;
+    if (s == "0")
+      e.keep_buffers = false;
+    else if (s != "1")
+      throw Error(ErrorCode::InvalidUsage, "STRAGGLAR_KEEP_BUFFERS='" + s + "' is not valid: expected 0 or 1");
+  }
   if (const char* v = get("STRAGGLAR_MAX_MESSAGE_BYTES")) {
     const double b = positive_number("STRAGGLAR_MAX_MESSAGE_BYTES", v);
     if (b < 1 || b > 2147483647.0 || b != static_cast<double>(static_cast<long long>(b)))
@@ -116,6 +123,7 @@ std::string Env::to_string() const {
   return "STRAGGLAR_TIMEOUT_S=" + fmt(timeout_s) +
          " STRAGGLAR_DEBUG=" + (debug_info ? "INFO" : "WARN") +
          " STRAGGLAR_VERIFY=" + (verify ? "1" : "0") +
+         " STRAGGLAR_KEEP_BUFFERS=" + (keep_buffers ? "1" : "0") +
          " STRAGGLAR_MAX_MESSAGE_BYTES=" + std::to_string(max_message_bytes) +
          " STRAGGLAR_AUTO_PERIOD=" + std::to_string(auto_period) +
          (algorithm ? std::string(" STRAGGLAR_ALGORITHM=") + stragglar::to_string(*algorithm) : std::string()) +

@@ -12,6 +12,9 @@
 //                             defaults of stragglar_options_init (C), the PyTorch backend's
 //                             Options and stragglar::options_from_env() (C++)
 //   STRAGGLAR_AUTO_PERIOD     algorithm = auto: calls between exchanges of measurements (default 5)
+//   STRAGGLAR_KEEP_BUFFERS    1: a call that raises leaves the caller's buffer as it was (the session
+//                             keeps a copy for the call, host engines; default); 0: no copy, the
+//                             buffer is undefined after an error, as in NCCL, Gloo and MPI
 //   STRAGGLAR_MAX_MESSAGE_BYTES  largest single MPI message; bigger ones are split (default
 //                             1 GiB, below MPI's INT_MAX count limit; tests set it small)
 #pragma once
@@ -29,6 +32,7 @@ struct Env {
   double timeout_s = 60.0;
   bool debug_info = false;
   bool verify = true;
+  bool keep_buffers = true;
   CostModel cost;
   bool cost_from_env = false;
   std::size_t max_message_bytes = std::size_t{1} << 30;

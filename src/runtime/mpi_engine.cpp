@@ -65,7 +65,8 @@ bool settle_request(MPI_Request& request, double timeout_s) {
   }
 }
 
-MpiEngine::MpiEngine(MPI_Comm comm, const Env& e) : comm_(comm), transport_(comm, e.timeout_s) {
+MpiEngine::MpiEngine(MPI_Comm comm, const Env& e)
+    : comm_(comm), transport_(comm, e.timeout_s), stage_large_native_(e.keep_buffers) {
   transport_.set_max_piece_bytes(e.max_message_bytes);
 }
 
@@ -134,10 +135,10 @@ void MpiEngine::reserve(std::size_t native_bytes, std::size_t agreement_values) 
 }
 
 void MpiEngine::reserve_native(std::size_t bytes) {
-  // Recursive doubling needs the running partial and a receive buffer; larger messages run on
-  // the caller's buffers (bounded_native).
-  if (bytes > kTransportNativeMaxBytes) return;
-  const std::size_t want = 2 * bytes;
+  // Recursive doubling needs the running partial and a receive buffer; a larger message needs
+  // its result's (bounded_native), unless the buffers are not kept (then it runs on the caller's).
+  if (bytes > kTransportNativeMaxBytes && !stage_large_native_) return;
+  const std::size_t want = bytes > kTransportNativeMaxBytes ? bytes : 2 * bytes;
   if (native_stage_bytes_ >= want) return;
   // Never shrinks (the staging of the largest small message so far).
   native_stage_ = std::make_unique_for_overwrite<std::byte[]>(want);
@@ -170,23 +171,25 @@ void MpiEngine::bounded_native(const void* sendbuf, void* recvbuf, std::size_t c
     return;
   }
   const auto [type, mop] = mpi_type_op(dtype, op);
-  // On the caller's buffers, in pieces of at most INT_MAX elements, one deadline for the whole
-  // call. Not staged: a copy in and out of engine memory cost as much as the AllReduce itself
-  // where ranks share cores (16 MiB, 8 ranks on the 2-core VM: 41 ms staged vs 22 ms in place,
-  // MPI_Allreduce 22 ms; docs/auto.md "auto's native on MPI"). The price: MPI cannot cancel a
-  // collective, so after a timeout the request stays pending and may still read and write the
-  // caller's buffers when the late peer joins — MPI's rule after a stragglar timeout already
-  // says to keep them until MPI_Finalize (docs/reliability.md, class 7).
+  // In pieces of at most INT_MAX elements, one deadline for the whole call. MPI cannot cancel a
+  // collective: after a timeout the request stays pending and still reads the send buffer and
+  // writes the result buffer when the late peer joins. Kept buffers (STRAGGLAR_KEEP_BUFFERS=1,
+  // the default): out of place from the caller's data into the engine's staging memory, copied
+  // to recvbuf once every piece is done, so a call that raises leaves recvbuf as it was, now
+  // and later. One copy of the buffer per call; without it, on the caller's buffers
+  // (docs/reliability.md, classes 6 and 7).
   const bool in_place = sendbuf == recvbuf;
+  std::byte* const result = stage_large_native_ ? native_stage_.get() : static_cast<std::byte*>(recvbuf);
   const double deadline = MPI_Wtime() + bound.timeout_s;
   for (std::size_t off = 0; off < count; off += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, count - off));
-    void* r = static_cast<char*>(recvbuf) + off * es;
-    const void* s = in_place ? MPI_IN_PLACE : static_cast<const char*>(sendbuf) + off * es;
+    void* r = result + off * es;
+    const void* s = in_place && !stage_large_native_ ? MPI_IN_PLACE : static_cast<const char*>(sendbuf) + off * es;
     check_mpi(iallreduce_algorithm_.post(s, r, n, type, mop, comm_, &native_pending_),
               "MPI_Iallreduce (native, run by auto)");
     wait_with_timeout(native_pending_, std::max(deadline - MPI_Wtime(), 1e-9), "MPI_Iallreduce (native, run by auto)");
   }
+  if (stage_large_native_) device_.copy(recvbuf, result, count * es);
   if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
 }
 

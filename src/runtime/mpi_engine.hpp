@@ -44,6 +44,9 @@ class MpiEngine final : public Engine {
   void reserve(std::size_t native_bytes, std::size_t agreement_values) override;
   const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
   CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
+  BuffersOnError buffers_on_error() const override {
+    return stage_large_native_ ? BuffersOnError::native_stages : BuffersOnError::undefined;
+  }
   // Whether the engine's memory may go: a timed-out bounded native has completed (waiting for it
   // at most `timeout_s`: the late peer has usually joined by the time the communicator is freed),
   // and no receive a timeout could not cancel may still write the staging or agreement buffers
@@ -64,6 +67,8 @@ class MpiEngine final : public Engine {
   // the same as MPI_Allreduce; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md
   // "Small messages", 8 ranks on the 2-core VM).
   static constexpr std::size_t kTransportNativeMaxBytes = 2048;
+  // STRAGGLAR_KEEP_BUFFERS: larger messages run out of place into the staging buffer too.
+  bool stage_large_native_;
   std::unique_ptr<std::byte[]> native_stage_;
   std::size_t native_stage_bytes_ = 0;
   MPI_Request native_pending_ = MPI_REQUEST_NULL;

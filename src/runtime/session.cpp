@@ -162,6 +162,7 @@ Session::~Session() {
   // never finishes, an MPI receive that could not be cancelled): leak it rather than free
   // memory that is still a target.
   if (!broken_ || !engine_.transport().writes_may_be_pending()) engine_.device().deallocate(scratch_);
+  engine_.device().deallocate(kept_);  // written and read by the device's copies only
 }
 
 void Session::mark_broken(const Error& error) {
@@ -217,6 +218,25 @@ void Session::ensure_scratch(std::size_t bytes) {
   engine_.device().deallocate(scratch_);  // stream-ordered on GPUs, after every earlier use
   scratch_ = fresh;
   scratch_size_ = size;
+}
+
+void Session::ensure_kept(std::size_t bytes) {
+  if (bytes <= kept_size_) return;
+  const std::size_t size = grown_size(kept_size_, std::max<std::size_t>(bytes, 4096));  // no run of tiny ones
+  void* fresh = engine_.device().allocate(size);
+  engine_.device().deallocate(kept_);
+  kept_ = fresh;
+  kept_size_ = size;
+}
+
+bool Session::keeps_buffers(bool native) const {
+  if (!env().keep_buffers || nranks_ < 2) return false;
+  switch (engine_.buffers_on_error()) {
+    case Engine::BuffersOnError::session_restores: return true;
+    case Engine::BuffersOnError::native_stages: return !native;
+    case Engine::BuffersOnError::undefined: return false;
+  }
+  return false;
 }
 
 // The engine's agreement within the session's timeout; a failure breaks the session (the ranks
@@ -291,6 +311,9 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
         }
       }
     }
+    // The copy its calls keep (run), made with the configuration, outside the timed calls.
+    if (count > 0 && phases == PhaseSelection::all && keeps_buffers(cfg.algorithm == Algorithm::native))
+      ensure_kept(bytes);
   } catch (const Error& e) {
     local = e;
   } catch (const std::bad_alloc&) {
@@ -399,19 +422,34 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
   }
 }
 
+// Issue #22 class 6, all or nothing: the executor reduces in the caller's buffer, so a call that
+// fails mid-way would leave some chunks partly reduced. Where the engine allows it
+// (keeps_buffers), the call first copies recvbuf and puts the copy back if it raises: the buffer
+// is then as it was, or fully reduced, never a mix. One copy per call (docs/reliability.md).
 void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf,
                   std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded) {
-  if (algorithm == Algorithm::native && nranks_ > 1) {
-    std::optional<Engine::NativeBound> bound;
-    if (bounded) bound = Engine::NativeBound{timeout_s_, tag};
-    engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op, bound);
-    return;
+  const bool native = algorithm == Algorithm::native;
+  const std::size_t bytes = count * size_of(dtype);
+  const bool keep = phases == PhaseSelection::all && keeps_buffers(native);
+  if (keep) {
+    ensure_kept(bytes);  // made with the configuration: no allocation here
+    engine_.device().copy(kept_, recvbuf, bytes);
   }
-  if (sendbuf != recvbuf && phases != PhaseSelection::waiting_only)
-    engine_.device().copy(recvbuf, sendbuf, count * size_of(dtype));
-  if (!plan) return;  // one rank: the result is the input (avg: divided by 1)
-  engine_.transport().set_tag(tag);
-  executor_.run(*plan, recvbuf, count, dtype, op, scratch_, scratch_size_, phases);
+  try {
+    if (native && nranks_ > 1) {
+      std::optional<Engine::NativeBound> bound;
+      if (bounded) bound = Engine::NativeBound{timeout_s_, tag};
+      engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op, bound);
+      return;
+    }
+    if (sendbuf != recvbuf && phases != PhaseSelection::waiting_only) engine_.device().copy(recvbuf, sendbuf, bytes);
+    if (!plan) return;  // one rank: the result is the input (avg: divided by 1)
+    engine_.transport().set_tag(tag);
+    executor_.run(*plan, recvbuf, count, dtype, op, scratch_, scratch_size_, phases);
+  } catch (const Error&) {
+    if (keep) engine_.device().copy(recvbuf, kept_, bytes);
+    throw;
+  }
 }
 
 StragglerReport Session::auto_report() const {

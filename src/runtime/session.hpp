@@ -106,6 +106,10 @@ class Session {
                 const Options& opts, PhaseSelection phases) const;
   void check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const;
   void ensure_scratch(std::size_t bytes);
+  void ensure_kept(std::size_t bytes);
+  // Whether a call of this kind keeps a copy of the caller's buffer to put back if it raises
+  // (STRAGGLAR_KEEP_BUFFERS and the engine's Engine::buffers_on_error).
+  bool keeps_buffers(bool native) const;
   // Every rank's host, exchanged at the session's first call (hosts.hpp): ranks_per_host_.
   void discover_hosts();
   void agree_or_break(std::span<std::int64_t> values, const char* what);
@@ -129,6 +133,9 @@ class Session {
   int ranks_per_host_ = 0;  // host_major_ranks_per_host of this communicator; 0: one host or no layout
   void* scratch_ = nullptr;
   std::size_t scratch_size_ = 0;
+  // The copy of the caller's recvbuf a call puts back if it raises (keeps_buffers; issue #22).
+  void* kept_ = nullptr;
+  std::size_t kept_size_ = 0;
   std::optional<Error> broken_;
   Choice last_choice_;
   std::shared_ptr<AutoRunner> last_auto_;

@@ -270,6 +270,45 @@ TEST(Session, AfterATimeoutEveryLaterCallFailsAtOnce) {
   }
 }
 
+// Issue #22 class 6: a call that raises leaves every survivor's buffer as it was (the session
+// keeps a copy, STRAGGLAR_KEEP_BUFFERS=1 by default), never partly reduced. Rank 3 makes the
+// configuration's first call and then never comes: the others get into the data phase (the
+// StragglAR ranks run their whole ReduceScatter, Ring and RHD their first rounds) and time out.
+TEST(Session, ACallThatRaisesLeavesTheBufferAsItWas) {
+  if (!detail::env().keep_buffers) GTEST_SKIP() << "STRAGGLAR_KEEP_BUFFERS=0: buffers are not kept";
+  const int n = 4;
+  const std::size_t count = 1000;
+  for (Algorithm a : {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd, Algorithm::allpairs}) {
+    for (bool out_of_place : {false, true}) {
+      std::vector<int> as_it_was(n, -1);
+      const auto errors = run_ranks(
+          n,
+          [&](int r, detail::Session& s, ThreadEngine&) {
+            std::vector<float> in(count), buf(count), before(count);
+            for (std::size_t i = 0; i < count; ++i) in[i] = buf[i] = static_cast<float>(r + 1 + i % 7);
+            s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, with(a, 3));  // all ranks
+            if (r == 3) return;
+            for (std::size_t i = 0; i < count; ++i) before[i] = buf[i] = in[i] * 2 + static_cast<float>(i);
+            try {
+              s.allreduce(out_of_place ? in.data() : buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum,
+                          with(a, 3));
+            } catch (const Error&) {
+              as_it_was[static_cast<std::size_t>(r)] = buf == before;
+              throw;
+            }
+          },
+          /*timeout_s=*/0.5);
+      for (int r = 0; r < 3; ++r) {
+        const std::string where = std::string(to_string(a)) + (out_of_place ? " out of place" : " in place") +
+                                  ", rank " + std::to_string(r);
+        EXPECT_NE(errors[static_cast<std::size_t>(r)].find("timeout"), std::string::npos)
+            << where << ": " << errors[static_cast<std::size_t>(r)];
+        EXPECT_EQ(as_it_was[static_cast<std::size_t>(r)], 1) << where << ": the buffer was not put back";
+      }
+    }
+  }
+}
+
 // ---- scratch grows geometrically ---------------------------------------------------------------------
 class CountingDevice final : public Device {
  public:
