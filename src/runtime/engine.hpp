@@ -75,9 +75,12 @@ class Engine {
   //   session_restores  the session copies it before the call and puts the copy back when the
   //                     call raises (host memory, written only by the transport's receives and
   //                     the device's reduces: after a failure nothing writes it any more)
-  //   native_stages     as session_restores, except around the bounded native, which writes
-  //                     only engine memory until it has the result (MPI: an MPI_Iallreduce that
-  //                     timed out cannot be cancelled and would write after a restore)
+  //   native_stages     as session_restores, except around the native, which leaves recvbuf as it
+  //                     was by itself when it throws: it writes only engine memory until it has
+  //                     the result (MPI: an MPI_Iallreduce that timed out cannot be cancelled and
+  //                     would write after a restore; torch: Gloo's thread outlives Work::wait).
+  //                     MPI's unbounded native (the user's `native`, MPI_Allreduce) has MPI's
+  //                     behaviour: it blocks on a dead peer
   //   undefined         nothing is kept (NCCL: a stream that may never finish still targets it,
   //                     so a restore could not be ordered after it; as NCCL itself)
   enum class BuffersOnError { session_restores, native_stages, undefined };

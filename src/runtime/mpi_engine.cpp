@@ -140,7 +140,7 @@ void MpiEngine::reserve_native(std::size_t bytes) {
   if (bytes > kTransportNativeMaxBytes && !stage_large_native_) return;
   const std::size_t want = bytes > kTransportNativeMaxBytes ? bytes : 2 * bytes;
   if (native_stage_bytes_ >= want) return;
-  // Never shrinks (the staging of the largest small message so far).
+  // Never shrinks (the staging of the largest message so far).
   native_stage_ = std::make_unique_for_overwrite<std::byte[]>(want);
   // Its pages faulted in now, when the configuration is made, not in its first call (cpu_device.cpp).
   for (std::size_t off = 0; off < want; off += 4096) static_cast<volatile std::byte*>(native_stage_.get())[off] = std::byte{0};

@@ -3,9 +3,9 @@
 // own (point to point: a timed-out agreement leaves no collective pending that MPI_Finalize
 // trips over, and a rank in the argument check is visible to a peer in a data phase, issue #22),
 // MPI_Allreduce as `native` (auto's native, bounded by the timeout: recursive doubling over
-// MpiTransport in engine-owned memory up to kTransportNativeMaxBytes, MPI_Iallreduce on the
-// caller's buffers above, Rabenseifner where Open MPI lets it be chosen:
-// mpi_iallreduce_algorithm.hpp).
+// MpiTransport in engine-owned memory up to kTransportNativeMaxBytes, MPI_Iallreduce above, into
+// engine-owned memory too unless STRAGGLAR_KEEP_BUFFERS=0, Rabenseifner where Open MPI lets it be
+// chosen: mpi_iallreduce_algorithm.hpp).
 #pragma once
 #include <mpi.h>
 
@@ -60,8 +60,8 @@ class MpiEngine final : public Engine {
   MpiTransport transport_;
   CpuDevice device_;
   std::vector<std::int64_t> agreement_scratch_;  // transport_max's messages; alive as long as the engine
-  // The small bounded native's staging buffer (recursive doubling over the transport: its
-  // receives, which a timeout may leave pending, write only here).
+  // The bounded native's staging buffer (recursive doubling over the transport: its receives;
+  // MPI_Iallreduce: its result), what a timeout may leave pending writes only here.
   // Up to this size auto's native is recursive doubling over the transport (transport_allreduce):
   // Open MPI 4.1's MPI_Iallreduce costs ~1.8× its MPI_Allreduce at 8–256 B, recursive doubling
   // the same as MPI_Allreduce; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md

@@ -446,7 +446,7 @@ void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* se
     if (!plan) return;  // one rank: the result is the input (avg: divided by 1)
     engine_.transport().set_tag(tag);
     executor_.run(*plan, recvbuf, count, dtype, op, scratch_, scratch_size_, phases);
-  } catch (const Error&) {
+  } catch (...) {
     if (keep) engine_.device().copy(recvbuf, kept_, bytes);
     throw;
   }

@@ -201,7 +201,9 @@ void CpuAllreduce::connect(double timeout_s) {
   UcxOptions options = UcxOptions::from_env(timeout_s);
   options.timeout_source = "the process group's timeout";
   auto transport = UcxTransport::connect(kv, "stragglar_ucx", rank_, size_, options);
-  engine_ = std::make_unique<detail::UcxEngine>(std::move(transport), native_);
+  // The native (ProcessGroupStragglar::native_allreduce) stages Gloo's data itself.
+  engine_ = std::make_unique<detail::UcxEngine>(std::move(transport), native_,
+                                                detail::Engine::BuffersOnError::native_stages);
   session_ = std::make_unique<detail::Session>(*engine_, "stragglar.torch all_reduce", kAfterFailure);
 }
 

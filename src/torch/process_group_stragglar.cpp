@@ -3,6 +3,8 @@
 
 #include <ATen/MemoryOverlap.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -145,13 +147,24 @@ std::string ProcessGroupStragglar::inner_backends() {
 
 void ProcessGroupStragglar::native_allreduce(void* buf, std::size_t count, DataType dtype, ReduceOp op) {
   // c10 errors become the core's, so the session sees a failed engine (and breaks).
+  // Through a tensor of our own (issue #22 class 6): Work::wait's timeout returns while Gloo's
+  // thread may still run the allreduce (its own timeout starts when it starts) and write its
+  // tensor when a stopped peer resumes. That tensor is the stage, which the Work keeps alive;
+  // the caller's buffer is written only once Gloo has the result. Grown, never shrunk: no
+  // allocation per call. After a failure the group is broken and the stage never used again.
+  const std::size_t bytes = count * size_of(dtype);
   try {
-    std::vector<at::Tensor> tensors{
-        at::from_blob(buf, {static_cast<std::int64_t>(count)}, at::TensorOptions().dtype(torch_dtype(dtype)))};
+    const auto n = static_cast<std::int64_t>(count);
+    if (!native_stage_.defined() || native_stage_.scalar_type() != torch_dtype(dtype) || native_stage_.numel() < n)
+      native_stage_ = at::empty({std::max<std::int64_t>(n, native_stage_.defined() ? native_stage_.numel() : 0)},
+                                at::TensorOptions().dtype(torch_dtype(dtype)));
+    std::vector<at::Tensor> tensors{native_stage_.narrow(0, 0, n)};
+    std::memcpy(tensors[0].data_ptr(), buf, bytes);
     c10d::AllreduceOptions o;
     o.reduceOp = torch_op(op);
     o.timeout = timeout();
     inner(Inner::gloo_native).allreduce(tensors, o)->wait(timeout());
+    std::memcpy(buf, tensors[0].data_ptr(), bytes);
   } catch (const Error&) {
     throw;
   } catch (const c10::Error& e) {

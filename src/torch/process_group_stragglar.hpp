@@ -132,8 +132,10 @@ class ProcessGroupStragglar final : public c10d::Backend {
   c10d::Backend& inner(Inner which);
   c10d::Backend& inner_for(const std::vector<at::Tensor>& tensors);
   c10d::Backend& inner_for(const at::Tensor& tensor);
-  // The CPU engine's `native`: Gloo's allreduce in place (avg as sum, then divided).
+  // The CPU engine's `native`: Gloo's allreduce on a copy in native_stage_ (avg as sum, then
+  // divided), copied back on success.
   void native_allreduce(void* buf, std::size_t count, DataType dtype, ReduceOp op);
+  at::Tensor native_stage_;  // the CPU engine's worker thread's only
   CpuAllreduce& cpu();
 #if STRAGGLAR_TORCH_CUDA
   CudaAllreduce& cuda(const at::Tensor& tensor);

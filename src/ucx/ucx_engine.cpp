@@ -7,8 +7,8 @@
 
 namespace stragglar::detail {
 
-UcxEngine::UcxEngine(std::unique_ptr<UcxTransport> transport, NativeAllreduce native)
-    : transport_(std::move(transport)), native_(std::move(native)) {
+UcxEngine::UcxEngine(std::unique_ptr<UcxTransport> transport, NativeAllreduce native, BuffersOnError buffers)
+    : transport_(std::move(transport)), native_(std::move(native)), buffers_(buffers) {
   // auto counts native among its candidates, so every UcxEngine needs one.
   if (!transport_ || !native_)
     throw Error(ErrorCode::InvalidUsage, "UcxEngine: expected a connected transport and a native allreduce");

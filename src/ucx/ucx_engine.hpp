@@ -34,7 +34,10 @@ class UcxEngine final : public Engine {
   // callback divides), within that engine's timeout; throws stragglar::Error on failure.
   using NativeAllreduce = std::function<void(void* buf, std::size_t count, DataType dtype, ReduceOp op)>;
 
-  UcxEngine(std::unique_ptr<UcxTransport> transport, NativeAllreduce native);
+  // `buffers`: session_restores, unless the callback itself leaves `buf` as it was when it
+  // throws (native_stages: the torch backend stages Gloo's; Engine::buffers_on_error).
+  UcxEngine(std::unique_ptr<UcxTransport> transport, NativeAllreduce native,
+            BuffersOnError buffers = BuffersOnError::session_restores);
 
   Transport& transport() override { return *transport_; }
   Device& device() override { return device_; }
@@ -49,6 +52,7 @@ class UcxEngine final : public Engine {
     agreement_scratch_.reserve(2 * agreement_values);  // transport_max: the running max and a receive
   }
   CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
+  BuffersOnError buffers_on_error() const override { return buffers_; }
 
   UcxTransport& ucx() noexcept { return *transport_; }
   const UcxTransport& ucx() const noexcept { return *transport_; }
@@ -57,6 +61,7 @@ class UcxEngine final : public Engine {
   std::unique_ptr<UcxTransport> transport_;
   CpuDevice device_;
   NativeAllreduce native_;
+  BuffersOnError buffers_;
   std::vector<std::int64_t> agreement_scratch_;  // transport_max's messages; alive as long as the engine
   HostCallTimer timer_{*this};
 };

@@ -123,7 +123,9 @@ class UcxComm final : public Comm {
       r.algorithm = Algorithm::ring;
       native_->allreduce(buf, buf, count, dtype, op, r);
     };
-    engine_ = std::make_unique<detail::UcxEngine>(UcxTransport::connect(store, "main" + gen, rank_, n_, o), ring);
+    // The ring session keeps its own buffers (it puts them back when it raises).
+    engine_ = std::make_unique<detail::UcxEngine>(UcxTransport::connect(store, "main" + gen, rank_, n_, o), ring,
+                                                  detail::Engine::BuffersOnError::native_stages);
     session_ = std::make_unique<detail::Session>(*engine_, "fault_worker");
     session_->set_timeout(timeout_s);
   }

@@ -53,7 +53,8 @@ struct Rng {  // splitmix64: the same inputs for a seed on every machine
 
 const char* const kVariables[] = {"STRAGGLAR_TIMEOUT_S", "STRAGGLAR_DEBUG", "STRAGGLAR_ALPHA_US",
                                   "STRAGGLAR_BANDWIDTH_GBPS", "STRAGGLAR_REDUCE_BANDWIDTH_GBPS",
-                                  "STRAGGLAR_VERIFY", "STRAGGLAR_ALGORITHM", "STRAGGLAR_STRAGGLER",
+                                  "STRAGGLAR_VERIFY", "STRAGGLAR_KEEP_BUFFERS",
+                                  "STRAGGLAR_ALGORITHM", "STRAGGLAR_STRAGGLER",
                                   "STRAGGLAR_PIPELINE", "STRAGGLAR_AUTO_PERIOD", "STRAGGLAR_MAX_MESSAGE_BYTES",
                                   "STRAGGLAR_UCX_WAIT", "STRAGGLAR_UCX_ERROR_MODE"};
 

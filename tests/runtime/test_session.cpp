@@ -310,51 +310,24 @@ TEST(Session, ACallThatRaisesLeavesTheBufferAsItWas) {
 }
 
 // ---- scratch grows geometrically ---------------------------------------------------------------------
-class CountingDevice final : public Device {
- public:
-  void* allocate(std::size_t bytes) override {
-    ++allocations;
-    return cpu.allocate(bytes);
-  }
-  void deallocate(void* p) noexcept override { cpu.deallocate(p); }
-  void copy(void* d, const void* s, std::size_t b) override { cpu.copy(d, s, b); }
-  void reduce(void* d, const void* s, std::size_t c, DataType t, ReduceOp op) override { cpu.reduce(d, s, c, t, op); }
-  void finish_average(void* b, std::size_t c, DataType t, int n) override { cpu.finish_average(b, c, t, n); }
-  int allocations = 0;
-  CpuDevice cpu;
-};
-
 TEST(Session, ScratchGrowsGeometricallyWithAscendingCounts) {
-  struct Engine final : detail::Engine {
-    explicit Engine(ThreadJob& job, int r) : inner(job, r) {}
-    Transport& transport() override { return inner.transport(); }
-    Device& device() override { return dev; }
-    void agree_max(std::span<std::int64_t> v, double t) override { inner.agree_max(v, t); }
-    void native_allreduce(const void* s, void* r, std::size_t c, DataType t, ReduceOp op,
-                          std::optional<NativeBound> bound) override {
-      inner.native_allreduce(s, r, c, t, op, bound);
-    }
-    detail::CallTimer& timer() override { return inner.timer(); }
-    ThreadEngine inner;
-    CountingDevice dev;
-  };
   const int n = 2;
   ThreadJob job(n);
   std::vector<int> allocations(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
-      Engine engine(job, r);
+      ThreadEngine engine(job, r);
       detail::Session s(engine, "test");
       std::vector<float> buf(3000, 1.0f);
       for (std::size_t count = 1; count <= buf.size(); ++count)
         s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::max, with(Algorithm::stragglar));
-      allocations[static_cast<std::size_t>(r)] = engine.dev.allocations;
+      allocations[static_cast<std::size_t>(r)] = static_cast<int>(engine.device_allocations());
     });
   for (auto& t : threads) t.join();
   for (int a : allocations) {
     EXPECT_GT(a, 0);
-    EXPECT_LE(a, 25) << "scratch reallocated at too many of the 3000 ascending counts";
+    EXPECT_LE(a, 30) << "scratch (or the kept copy) reallocated at too many of the 3000 ascending counts";
   }
 }
 
@@ -641,7 +614,7 @@ TEST(Session, AKnownConfigurationMakesNoHeapAllocation) {
   for (int n : {1, 4}) {
     for (Algorithm a : algorithms) {
       std::vector<long> counted(static_cast<std::size_t>(n));
-      const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine&) {
+      const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& engine) {
         std::vector<float> in(4099, 1.0f), out(4099);
         // auto's policy may learn from timings (a new straggler, a new late set, another
         // algorithm), and timings differ run to run, under sanitizers most: a call that learns
@@ -654,13 +627,15 @@ TEST(Session, AKnownConfigurationMakesNoHeapAllocation) {
         const int windows = a == Algorithm::automatic ? 6 : 1;
         long fewest = -1;
         for (int window = 0; window < windows; ++window) {
-          const long before = t_allocations;
+          const long before = t_allocations, device_before = engine.device_allocations();
           t_counting = true;
           for (int i = 0; i < 20; ++i)
             for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg})
               s.allreduce(in.data(), out.data(), in.size(), DataType::float32, op, with(a));
           t_counting = false;
-          const long made = t_allocations - before;
+          // operator new, and the device's memory (scratch, the kept copy: CpuDevice allocates
+          // with aligned_alloc, which operator new does not see).
+          const long made = t_allocations - before + engine.device_allocations() - device_before;
           fewest = fewest < 0 ? made : std::min(fewest, made);
         }
         counted[static_cast<std::size_t>(r)] = fewest;

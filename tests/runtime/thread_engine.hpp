@@ -54,6 +54,24 @@ class ThreadJob {
   std::vector<std::vector<unsigned char>> slots_;
 };
 
+// CpuDevice, counting its allocations (the hot-path test: a known configuration allocates no
+// scratch, no kept copy).
+class CountingCpuDevice final : public Device {
+ public:
+  void* allocate(std::size_t bytes) override {
+    ++allocations;
+    return cpu_.allocate(bytes);
+  }
+  void deallocate(void* p) noexcept override { cpu_.deallocate(p); }
+  void copy(void* d, const void* s, std::size_t b) override { cpu_.copy(d, s, b); }
+  void reduce(void* d, const void* s, std::size_t c, DataType t, ReduceOp op) override { cpu_.reduce(d, s, c, t, op); }
+  void finish_average(void* b, std::size_t c, DataType t, int n) override { cpu_.finish_average(b, c, t, n); }
+  long allocations = 0;
+
+ private:
+  CpuDevice cpu_;
+};
+
 class ThreadEngine final : public detail::Engine {
  public:
   ThreadEngine(ThreadJob& job, int rank) : job_(job), rank_(rank), transport_(job.hub, rank) {}
@@ -84,6 +102,7 @@ class ThreadEngine final : public detail::Engine {
     if (op == ReduceOp::avg) cpu_finish_average(recvbuf, count, t, job_.hub.n());
   }
   int native_calls = 0;
+  long device_allocations() const { return device_.allocations; }
   detail::CallTimer& timer() override { return timer_; }  // a host engine: the host clock
   void reserve(std::size_t, std::size_t agreement_values) override {
     std::vector<unsigned char>& mine = job_.slot(rank_);  // read by others only inside an agreement
@@ -107,7 +126,7 @@ class ThreadEngine final : public detail::Engine {
   ThreadJob& job_;
   int rank_;
   ThreadTransport transport_;
-  CpuDevice device_;
+  CountingCpuDevice device_;
   detail::HostCallTimer timer_{*this};
 };
 
