@@ -30,6 +30,7 @@
 
 #include "pmpi/mpi_signature.hpp"
 #include "runtime/env.hpp"
+#include "runtime/mpi_session.hpp"
 #include "stragglar/allreduce.hpp"
 #include "stragglar/error.hpp"
 #include "stragglar/options.hpp"
@@ -120,6 +121,20 @@ int raise(MPI_Comm comm, ErrorCode code, const std::string& message) {
   // gets the code back, as from MPI itself.
   PMPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, c);
   return c;
+}
+
+// Whether an error on `comm` ends the process (MPI_ERRORS_ARE_FATAL, MPI's default, or
+// MPI_ERRORS_ABORT): its caller never sees a failed call's buffer, so the runtime keeps no copy
+// of it (one pass over the buffer per call saved; docs/reliability.md class 6).
+bool errors_end_the_process(MPI_Comm comm) {
+  MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+  if (PMPI_Comm_get_errhandler(comm, &handler) != MPI_SUCCESS) return false;
+  bool fatal = handler == MPI_ERRORS_ARE_FATAL;
+#ifdef MPI_ERRORS_ABORT
+  fatal = fatal || handler == MPI_ERRORS_ABORT;
+#endif
+  PMPI_Errhandler_free(&handler);
+  return fatal;
 }
 
 // ---- our communicator attribute: what the debug line has said -----------------------------
@@ -265,6 +280,7 @@ int allreduce_or_pass(const void* sendbuf, void* recvbuf, Count count, MPI_Datat
     ~Leave() { t_inside = false; }
   } leave;
   try {
+    detail::mpi_session(comm).set_caller_sees_buffers_after_errors(!errors_end_the_process(comm));
     allreduce(sendbuf, recvbuf, sig->elements, sig->dtype, *rop, comm, s.options);
     return MPI_SUCCESS;
   } catch (const Error& e) {

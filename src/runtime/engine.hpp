@@ -70,8 +70,9 @@ class Engine {
   // env().cost, is the GPU model; host engines return host_engine_auto_cost_model(). The same
   // on every rank (every rank has the same engine); agreed with each auto configuration.
   virtual CostModel auto_cost_model() const { return env().cost; }
-  // How a call that raises leaves the caller's recvbuf (issue #22 class 6; STRAGGLAR_KEEP_BUFFERS=1,
-  // the default, asks for "as it was"):
+  // How a call in place that raises leaves the caller's buffer (issue #22 class 6;
+  // STRAGGLAR_KEEP_BUFFERS=1, the default, asks for "as it was"; out of place, sendbuf is never
+  // written and recvbuf is undefined after an error, as in MPI):
   //   session_restores  the session copies it before the call and puts the copy back when the
   //                     call raises (host memory, written only by the transport's receives and
   //                     the device's reduces: after a failure nothing writes it any more)

@@ -173,23 +173,24 @@ void MpiEngine::bounded_native(const void* sendbuf, void* recvbuf, std::size_t c
   const auto [type, mop] = mpi_type_op(dtype, op);
   // In pieces of at most INT_MAX elements, one deadline for the whole call. MPI cannot cancel a
   // collective: after a timeout the request stays pending and still reads the send buffer and
-  // writes the result buffer when the late peer joins. Kept buffers (STRAGGLAR_KEEP_BUFFERS=1,
-  // the default): out of place from the caller's data into the engine's staging memory, copied
-  // to recvbuf once every piece is done, so a call that raises leaves recvbuf as it was, now
-  // and later. One copy of the buffer per call; without it, on the caller's buffers
-  // (docs/reliability.md, classes 6 and 7).
+  // writes the result buffer when the late peer joins. In place with kept buffers
+  // (STRAGGLAR_KEEP_BUFFERS=1, the default): from the caller's data into the engine's staging
+  // memory, copied back once every piece is done, so a call that raises leaves the caller's data
+  // as it was, now and later; one copy of the buffer per call. Out of place (sendbuf is only
+  // read) and without kept buffers: on the caller's buffers (docs/reliability.md, classes 6, 7).
   const bool in_place = sendbuf == recvbuf;
-  std::byte* const result = stage_large_native_ ? native_stage_.get() : static_cast<std::byte*>(recvbuf);
+  const bool staged = in_place && stage_large_native_;
+  std::byte* const result = staged ? native_stage_.get() : static_cast<std::byte*>(recvbuf);
   const double deadline = MPI_Wtime() + bound.timeout_s;
   for (std::size_t off = 0; off < count; off += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, count - off));
     void* r = result + off * es;
-    const void* s = in_place && !stage_large_native_ ? MPI_IN_PLACE : static_cast<const char*>(sendbuf) + off * es;
+    const void* s = in_place && !staged ? MPI_IN_PLACE : static_cast<const char*>(sendbuf) + off * es;
     check_mpi(iallreduce_algorithm_.post(s, r, n, type, mop, comm_, &native_pending_),
               "MPI_Iallreduce (native, run by auto)");
     wait_with_timeout(native_pending_, std::max(deadline - MPI_Wtime(), 1e-9), "MPI_Iallreduce (native, run by auto)");
   }
-  if (stage_large_native_) device_.copy(recvbuf, result, count * es);
+  if (staged) device_.copy(recvbuf, result, count * es);
   if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
 }
 

@@ -67,7 +67,7 @@ class MpiEngine final : public Engine {
   // the same as MPI_Allreduce; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md
   // "Small messages", 8 ranks on the 2-core VM).
   static constexpr std::size_t kTransportNativeMaxBytes = 2048;
-  // STRAGGLAR_KEEP_BUFFERS: larger messages run out of place into the staging buffer too.
+  // STRAGGLAR_KEEP_BUFFERS: larger in-place messages run into the staging buffer too.
   bool stage_large_native_;
   std::unique_ptr<std::byte[]> native_stage_;
   std::size_t native_stage_bytes_ = 0;

@@ -230,7 +230,7 @@ void Session::ensure_kept(std::size_t bytes) {
 }
 
 bool Session::keeps_buffers(bool native) const {
-  if (!env().keep_buffers || nranks_ < 2) return false;
+  if (!env().keep_buffers || !caller_sees_buffers_ || nranks_ < 2) return false;
   switch (engine_.buffers_on_error()) {
     case Engine::BuffersOnError::session_restores: return true;
     case Engine::BuffersOnError::native_stages: return !native;
@@ -311,8 +311,10 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
         }
       }
     }
-    // The copy its calls keep (run), made with the configuration, outside the timed calls.
-    if (count > 0 && phases == PhaseSelection::all && keeps_buffers(cfg.algorithm == Algorithm::native))
+    // The copy its calls in place keep (run), made with the configuration, outside the timed calls
+    // (a configuration first called out of place and later in place makes it at that call).
+    if (count > 0 && sendbuf == recvbuf && phases == PhaseSelection::all &&
+        keeps_buffers(cfg.algorithm == Algorithm::native))
       ensure_kept(bytes);
   } catch (const Error& e) {
     local = e;
@@ -423,14 +425,16 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
 }
 
 // Issue #22 class 6, all or nothing: the executor reduces in the caller's buffer, so a call that
-// fails mid-way would leave some chunks partly reduced. Where the engine allows it
-// (keeps_buffers), the call first copies recvbuf and puts the copy back if it raises: the buffer
-// is then as it was, or fully reduced, never a mix. One copy per call (docs/reliability.md).
+// fails mid-way would leave some chunks partly reduced. In place, where the engine allows it
+// (keeps_buffers), the call first copies the buffer and puts the copy back if it raises: the
+// caller's data is then as it was, or fully reduced, never a mix. One copy per call
+// (docs/reliability.md). Out of place the input is sendbuf, which is never written; recvbuf is
+// an output, undefined after an error (as in MPI), and costs no copy.
 void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf,
                   std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded) {
   const bool native = algorithm == Algorithm::native;
   const std::size_t bytes = count * size_of(dtype);
-  const bool keep = phases == PhaseSelection::all && keeps_buffers(native);
+  const bool keep = sendbuf == recvbuf && phases == PhaseSelection::all && keeps_buffers(native);
   if (keep) {
     ensure_kept(bytes);  // made with the configuration: no allocation here
     engine_.device().copy(kept_, recvbuf, bytes);

@@ -62,6 +62,10 @@ class Session {
   // gives it to the engine's transport (the executor's rounds) and to every other wait it asks
   // of the engine (the agreement, auto's native and exchange).
   void set_timeout(double timeout_s);
+  // Whether the caller can see its buffer after a call raises (default true). False where the
+  // error ends the process anyway (the MPI preload under MPI_ERRORS_ARE_FATAL): then no copy of
+  // the buffer is kept for it (keeps_buffers; docs/reliability.md class 6).
+  void set_caller_sees_buffers_after_errors(bool sees) noexcept { caller_sees_buffers_ = sees; }
   double timeout_s() const noexcept { return timeout_s_; }
 
   // Broken: every later call throws `error` (with a note) at once.
@@ -136,6 +140,7 @@ class Session {
   // The copy of the caller's recvbuf a call puts back if it raises (keeps_buffers; issue #22).
   void* kept_ = nullptr;
   std::size_t kept_size_ = 0;
+  bool caller_sees_buffers_ = true;
   std::optional<Error> broken_;
   Choice last_choice_;
   std::shared_ptr<AutoRunner> last_auto_;
