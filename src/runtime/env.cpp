@@ -31,6 +31,13 @@ double positive_number(const char* name, const char* text) {
   return v;
 }
 
+bool zero_or_one(const char* name, const char* text) {
+  const std::string s = text;
+  if (s != "0" && s != "1")
+    throw Error(ErrorCode::InvalidUsage, std::string(name) + "='" + s + "' is not valid: expected 0 or 1");
+  return s == "1";
+}
+
 std::string fmt(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", v);
@@ -48,20 +55,8 @@ Env read_env() {
       throw Error(ErrorCode::InvalidUsage,
                   "STRAGGLAR_DEBUG='" + s + "' is not valid: expected INFO, WARN or NONE");
   }
-  if (const char* v = get("STRAGGLAR_VERIFY")) {
-    const std::string s = v;
-    if (s == "0")
-      e.verify = false;
-    else if (s != "1")
-      throw Error(ErrorCode::InvalidUsage, "STRAGGLAR_VERIFY='" + s + "' is not valid: expected 0 or 1");
-  }
-  if (const char* v = get("STRAGGLAR_KEEP_BUFFERS")) {
-    const std::string s = v;
-    if (s == "0")
-      e.keep_buffers = false;
-    else if (s != "1")
-      throw Error(ErrorCode::InvalidUsage, "STRAGGLAR_KEEP_BUFFERS='" + s + "' is not valid: expected 0 or 1");
-  }
+  if (const char* v = get("STRAGGLAR_VERIFY")) e.verify = zero_or_one("STRAGGLAR_VERIFY", v);
+  if (const char* v = get("STRAGGLAR_KEEP_BUFFERS")) e.keep_buffers = zero_or_one("STRAGGLAR_KEEP_BUFFERS", v);
   if (const char* v = get("STRAGGLAR_MAX_MESSAGE_BYTES")) {
     const double b = positive_number("STRAGGLAR_MAX_MESSAGE_BYTES", v);
     if (b < 1 || b > 2147483647.0 || b != static_cast<double>(static_cast<long long>(b)))

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, nranks, failures;
 static void (*counts_fn)(long long*, long long*);
@@ -263,6 +264,31 @@ static void errors_return(long long min_bytes) {
   free(f);
 }
 
+/* Issue #22 class 6 through the preload: on a communicator with MPI_ERRORS_RETURN, an in-place
+ * call that fails mid-way — the last rank comes later than STRAGGLAR_TIMEOUT_S (run with 1 s and
+ * STRAGGLAR_ALGORITHM=stragglar, so the others have reduce-scattered into their buffers by then)
+ * — returns an error with every other rank's buffer as it was. Buffers and communicator are
+ * kept until MPI_Finalize (docs/reliability.md class 7). */
+static void kept_after_error(void) {
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  const int n = 1 << 16;
+  float* f = malloc((size_t)n * sizeof(float));
+  for (int i = 0; i < n; ++i) f[i] = (float)(rank + 1);
+  int rc = MPI_Allreduce(MPI_IN_PLACE, f, n, MPI_FLOAT, MPI_SUM, c); /* the configuration, all ranks */
+  CHECK(rc == MPI_SUCCESS && f[0] == (float)(nranks * (nranks + 1) / 2), "kept: the first call failed");
+  for (int i = 0; i < n; ++i) f[i] = (float)(rank + 1 + i % 5);
+  if (rank == nranks - 1) sleep(3);
+  rc = MPI_Allreduce(MPI_IN_PLACE, f, n, MPI_FLOAT, MPI_SUM, c);
+  if (rank < nranks - 1) {
+    CHECK(rc != MPI_SUCCESS, "kept: rank %d's call succeeded without the late rank", rank);
+    int changed = 0;
+    for (int i = 0; i < n; ++i) changed += f[i] != (float)(rank + 1 + i % 5);
+    CHECK(changed == 0, "kept: rank %d's failed call changed %d of %d elements", rank, changed, n);
+  }
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -278,6 +304,12 @@ int main(int argc, char** argv) {
     if (rank == 0) printf("fatal: the call returned (it must abort)\n");
     MPI_Finalize();
     return 0;
+  }
+  if (strcmp(mode, "kept") == 0) {
+    kept_after_error();
+    if (rank == 0) printf("pmpi_check kept on %d ranks: %s\n", nranks, failures ? "FAILED" : "passed");
+    MPI_Finalize();
+    return failures ? 1 : 0;
   }
   const int expect_preload = strcmp(mode, "expect-preload") == 0;
   CHECK(!expect_preload || counts_fn, "the preload library is not loaded (no stragglar_pmpi_counts)");
