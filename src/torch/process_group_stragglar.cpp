@@ -10,6 +10,7 @@
 
 #include "cpu_allreduce.hpp"
 #include "runtime/cpu_device.hpp"
+#include "runtime/env.hpp"
 #include "tensor_args.hpp"
 #if STRAGGLAR_TORCH_CUDA
 #include "cuda_allreduce.hpp"
@@ -152,19 +153,22 @@ void ProcessGroupStragglar::native_allreduce(void* buf, std::size_t count, DataT
   // tensor when a stopped peer resumes. That tensor is the stage, which the Work keeps alive;
   // the caller's buffer is written only once Gloo has the result. Grown, never shrunk: no
   // allocation per call. After a failure the group is broken and the stage never used again.
+  // STRAGGLAR_KEEP_BUFFERS=0: on the caller's buffer, no copies.
   const std::size_t bytes = count * size_of(dtype);
+  const bool staged = detail::env().keep_buffers;
   try {
     const auto n = static_cast<std::int64_t>(count);
-    if (!native_stage_.defined() || native_stage_.scalar_type() != torch_dtype(dtype) || native_stage_.numel() < n)
-      native_stage_ = at::empty({std::max<std::int64_t>(n, native_stage_.defined() ? native_stage_.numel() : 0)},
-                                at::TensorOptions().dtype(torch_dtype(dtype)));
-    std::vector<at::Tensor> tensors{native_stage_.narrow(0, 0, n)};
-    std::memcpy(tensors[0].data_ptr(), buf, bytes);
+    const auto options = at::TensorOptions().dtype(torch_dtype(dtype));
+    if (staged && (!native_stage_.defined() || native_stage_.scalar_type() != torch_dtype(dtype) ||
+                   native_stage_.numel() < n))
+      native_stage_ = at::empty({std::max<std::int64_t>(n, native_stage_.defined() ? native_stage_.numel() : 0)}, options);
+    std::vector<at::Tensor> tensors{staged ? native_stage_.narrow(0, 0, n) : at::from_blob(buf, {n}, options)};
+    if (staged) std::memcpy(tensors[0].data_ptr(), buf, bytes);
     c10d::AllreduceOptions o;
     o.reduceOp = torch_op(op);
     o.timeout = timeout();
     inner(Inner::gloo_native).allreduce(tensors, o)->wait(timeout());
-    std::memcpy(buf, tensors[0].data_ptr(), bytes);
+    if (staged) std::memcpy(buf, tensors[0].data_ptr(), bytes);
   } catch (const Error&) {
     throw;
   } catch (const c10::Error& e) {
