@@ -103,7 +103,7 @@ void NcclEngine::agree_max(std::span<std::int64_t> values, double timeout_s) {
 }
 
 void NcclEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
-                                  std::optional<NativeBound>) {
+                                  std::optional<NativeBound>, bool /*keep_buffer: never, BuffersOnError::undefined*/) {
   cuda::settle_nccl(comm_, ncclAllReduce(sendbuf, recvbuf, count, to_nccl(t), to_nccl(op), comm_, transport_.stream()),
                     "ncclAllReduce (native)", transport_.timeout());
 }

@@ -35,7 +35,7 @@ class NcclEngine final : public Engine {
   // ncclAllReduce on the call's stream, polled with the transport's timeout: bounded already,
   // so auto's bound needs nothing more.
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
-                        std::optional<NativeBound> bound) override;
+                        std::optional<NativeBound> bound, bool keep_buffer) override;
   CallTimer& timer() override { return timer_; }  // CUDA events, the exchange on the stream (lag 2)
   // A failed call's stream may never finish (a hung NCCL kernel): a restore enqueued after it
   // could not run, and the buffer stays a target. As NCCL: undefined after an error.

@@ -146,17 +146,16 @@ AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, st
                        const Options& o, AutoHost& host)
     : engine_(engine), api_(api), rank_(rank), nranks_(nranks), options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
       policy_(make_policy(engine, nranks, count * size_of(dtype), options_)) {
-  const std::size_t bytes = count * size_of(dtype);
   exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));
   engine_.timer().reserve_exchange(exchange_.size());
   // Every plan auto may run, built now (its first call is a first call anyway): later calls,
-  // explorations and straggler switches then allocate nothing. Beyond kPrebuiltStragglers ranks
+  // explorations and straggler switches then allocate nothing (native's staging is reserved by
+  // the Session, which knows whether the call keeps the caller's buffer). Beyond kPrebuiltStragglers ranks
   // StragglAR's plan for a straggler is built when that rank is first found late (a straggler
   // switch: one compile from the cached canonical schedule, docs/verification.md).
   constexpr int kPrebuiltStragglers = 64;
   for (Algorithm alg : policy_.config().candidates) {
     const AlgorithmInfo& info = algorithm_info(alg);
-    if (alg == Algorithm::native) engine_.reserve(/*native_bytes=*/bytes, /*agreement_values=*/0);
     if (uses_late_set(alg)) {
       // Built when a late set is learned (AutoRunner::finish_exchange), after the exchange.
     } else if (!info.uses_straggler) {

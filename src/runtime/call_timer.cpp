@@ -20,7 +20,7 @@ std::int64_t now_ns() {
 
 void HostCallTimer::reserve_exchange(std::size_t values) {
   exchanged_.reserve(values);
-  engine_.reserve(/*native_bytes=*/0, /*agreement_values=*/values);  // the exchange is an agreement
+  engine_.reserve(/*native_bytes=*/0, /*native_keeps_buffer=*/false, /*agreement_values=*/values);  // the exchange is an agreement
 }
 
 void HostCallTimer::time_begin() { start_ns_ = now_ns(); }

@@ -51,17 +51,22 @@ class Engine {
   // MPI_Finalize (docs/reliability.md, class 7).
   // A native bounded already (NCCL polled with the transport's timeout, Gloo with its own)
   // ignores the bound.
+  // `keep_buffer` (in place, only for an engine whose buffers_on_error() is native_stages): the
+  // caller reads its buffer after an error (Session: STRAGGLAR_KEEP_BUFFERS and the front-end's
+  // error rule), so a call that throws must leave recvbuf as it was, now and later; false: it
+  // may run on the caller's buffer and leave it undefined after an error, as MPI and Gloo do.
   virtual void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
-                                std::optional<NativeBound> bound) = 0;
+                                std::optional<NativeBound> bound, bool keep_buffer) = 0;
   // Times auto's calls and runs its exchange (call_timer.hpp): a host engine returns a
   // HostCallTimer over its agree_max; a GPU engine times its stream.
   virtual CallTimer& timer() = 0;
 
   // ---- defaults --------------------------------------------------------------------------------
   // Called when an auto configuration is created: size whatever a bounded native of
-  // `native_bytes` and an agreement of `agreement_values` values need (0: none), so that its
-  // calls allocate nothing. Never shrinks.
-  virtual void reserve(std::size_t /*native_bytes*/, std::size_t /*agreement_values*/) {}
+  // `native_bytes` (with `native_keeps_buffer`, as native_allreduce's keep_buffer) and an
+  // agreement of `agreement_values` values need (0: none), so that its calls allocate nothing.
+  // Never shrinks.
+  virtual void reserve(std::size_t /*native_bytes*/, bool /*native_keeps_buffer*/, std::size_t /*agreement_values*/) {}
   // Why these buffers cannot be used by this engine, beyond the core's own checks (NULL,
   // partial overlap), or nullptr; e.g. MPI's MPI_IN_PLACE passed as recvbuf. Builds no string.
   virtual const char* buffer_problem(const void* /*sendbuf*/, const void* /*recvbuf*/) const { return nullptr; }
@@ -76,12 +81,13 @@ class Engine {
   //   session_restores  the session copies it before the call and puts the copy back when the
   //                     call raises (host memory, written only by the transport's receives and
   //                     the device's reduces: after a failure nothing writes it any more)
-  //   native_stages     as session_restores, except around the native, which leaves recvbuf as it
-  //                     was by itself when it throws: it writes only engine memory until it has
-  //                     the result (MPI: an MPI_Iallreduce that timed out cannot be cancelled and
-  //                     would write after a restore; torch: Gloo's thread outlives Work::wait).
-  //                     MPI's unbounded native (the user's `native`, MPI_Allreduce) has MPI's
-  //                     behaviour: it blocks on a dead peer
+  //   native_stages     as session_restores, except around the native, which is told so
+  //                     (native_allreduce's keep_buffer) and leaves recvbuf as it was by itself
+  //                     when it throws: it writes only engine memory until it has the result (MPI:
+  //                     an MPI_Iallreduce that timed out cannot be cancelled and would write after
+  //                     a restore; torch: Gloo's thread outlives Work::wait). MPI's unbounded
+  //                     native (the user's `native`, MPI_Allreduce) has MPI's behaviour: it blocks
+  //                     on a dead peer
   //   undefined         nothing is kept (NCCL: a stream that may never finish still targets it,
   //                     so a restore could not be ordered after it; as NCCL itself)
   enum class BuffersOnError { session_restores, native_stages, undefined };

@@ -66,7 +66,7 @@ bool settle_request(MPI_Request& request, double timeout_s) {
 }
 
 MpiEngine::MpiEngine(MPI_Comm comm, const Env& e)
-    : comm_(comm), transport_(comm, e.timeout_s), stage_large_native_(e.keep_buffers) {
+    : comm_(comm), transport_(comm, e.timeout_s) {
   transport_.set_max_piece_bytes(e.max_message_bytes);
 }
 
@@ -112,9 +112,9 @@ constexpr std::size_t kPiece = std::size_t{1} << 30;  // MPI counts are int
 }  // namespace
 
 void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
-                                 ReduceOp op, std::optional<NativeBound> bound) {
+                                 ReduceOp op, std::optional<NativeBound> bound, bool keep_buffer) {
   if (bound) {
-    bounded_native(sendbuf, recvbuf, count, dtype, op, *bound);
+    bounded_native(sendbuf, recvbuf, count, dtype, op, *bound, keep_buffer);
     return;
   }
   const auto [type, mop] = mpi_type_op(dtype, op);
@@ -129,15 +129,15 @@ void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t
   if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());
 }
 
-void MpiEngine::reserve(std::size_t native_bytes, std::size_t agreement_values) {
-  reserve_native(native_bytes);
+void MpiEngine::reserve(std::size_t native_bytes, bool native_keeps_buffer, std::size_t agreement_values) {
+  reserve_native(native_bytes, native_keeps_buffer);
   agreement_scratch_.reserve(2 * agreement_values);  // transport_max: the running max and a receive
 }
 
-void MpiEngine::reserve_native(std::size_t bytes) {
+void MpiEngine::reserve_native(std::size_t bytes, bool keeps_buffer) {
   // Recursive doubling needs the running partial and a receive buffer; a larger message needs
-  // its result's (bounded_native), unless the buffers are not kept (then it runs on the caller's).
-  if (bytes > kTransportNativeMaxBytes && !stage_large_native_) return;
+  // its result's (bounded_native) when the caller's buffer is kept, else it runs on the caller's.
+  if (bytes > kTransportNativeMaxBytes && !keeps_buffer) return;
   const std::size_t want = bytes > kTransportNativeMaxBytes ? bytes : 2 * bytes;
   if (native_stage_bytes_ >= want) return;
   // Never shrinks (the staging of the largest message so far).
@@ -148,11 +148,13 @@ void MpiEngine::reserve_native(std::size_t bytes) {
 }
 
 void MpiEngine::bounded_native(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
-                               const NativeBound& bound) {
+                               const NativeBound& bound, bool keep_buffer) {
   if (native_pending_ != MPI_REQUEST_NULL)  // the session is broken after a timeout; never reuse the buffer
     throw Error(ErrorCode::Internal, "MpiEngine: an earlier native AllReduce is still pending");
   const std::size_t es = size_of(dtype);
-  reserve_native(count * es);  // sized when auto's configuration was made: no allocation here
+  const bool in_place = sendbuf == recvbuf;
+  const bool staged = in_place && keep_buffer;
+  reserve_native(count * es, staged);  // sized when auto's configuration was made: no allocation here
   if (count * es <= kTransportNativeMaxBytes) {
     // Both buffers in the staging memory: a receive a timeout leaves behind writes only there.
     std::byte* partial = native_stage_.get();
@@ -173,13 +175,12 @@ void MpiEngine::bounded_native(const void* sendbuf, void* recvbuf, std::size_t c
   const auto [type, mop] = mpi_type_op(dtype, op);
   // In pieces of at most INT_MAX elements, one deadline for the whole call. MPI cannot cancel a
   // collective: after a timeout the request stays pending and still reads the send buffer and
-  // writes the result buffer when the late peer joins. In place with kept buffers
-  // (STRAGGLAR_KEEP_BUFFERS=1, the default): from the caller's data into the engine's staging
-  // memory, copied back once every piece is done, so a call that raises leaves the caller's data
-  // as it was, now and later; one copy of the buffer per call. Out of place (sendbuf is only
-  // read) and without kept buffers: on the caller's buffers (docs/reliability.md, classes 6, 7).
-  const bool in_place = sendbuf == recvbuf;
-  const bool staged = in_place && stage_large_native_;
+  // writes the result buffer when the late peer joins. In place with a kept buffer
+  // (keep_buffer: STRAGGLAR_KEEP_BUFFERS=1, the default, and an error handler that returns):
+  // from the caller's data into the engine's staging memory, copied back once every piece is
+  // done, so a call that raises leaves the caller's data as it was, now and later; one copy of
+  // the buffer per call. Out of place (sendbuf is only read) and without a kept buffer: on the
+  // caller's buffers (docs/reliability.md, classes 6, 7).
   std::byte* const result = staged ? native_stage_.get() : static_cast<std::byte*>(recvbuf);
   const double deadline = MPI_Wtime() + bound.timeout_s;
   for (std::size_t off = 0; off < count; off += kPiece) {

@@ -39,14 +39,13 @@ class MpiEngine final : public Engine {
   // MPI_Allreduce; with a bound (auto's) recursive doubling over the transport or
   // MPI_Iallreduce, in the engine's staging memory (see below).
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
-                        std::optional<NativeBound> bound) override;
+                        std::optional<NativeBound> bound, bool keep_buffer) override;
   CallTimer& timer() override { return timer_; }  // a host engine: the host clock
-  void reserve(std::size_t native_bytes, std::size_t agreement_values) override;
+  void reserve(std::size_t native_bytes, bool native_keeps_buffer, std::size_t agreement_values) override;
   const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
   CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
-  BuffersOnError buffers_on_error() const override {
-    return stage_large_native_ ? BuffersOnError::native_stages : BuffersOnError::undefined;
-  }
+  // The bounded native stages a kept buffer itself (keep_buffer); schedules: the session's copy.
+  BuffersOnError buffers_on_error() const override { return BuffersOnError::native_stages; }
   // Whether the engine's memory may go: a timed-out bounded native has completed (waiting for it
   // at most `timeout_s`: the late peer has usually joined by the time the communicator is freed),
   // and no receive a timeout could not cancel may still write the staging or agreement buffers
@@ -67,17 +66,16 @@ class MpiEngine final : public Engine {
   // the same as MPI_Allreduce; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md
   // "Small messages", 8 ranks on the 2-core VM).
   static constexpr std::size_t kTransportNativeMaxBytes = 2048;
-  // STRAGGLAR_KEEP_BUFFERS: larger in-place messages run into the staging buffer too.
-  bool stage_large_native_;
   std::unique_ptr<std::byte[]> native_stage_;
   std::size_t native_stage_bytes_ = 0;
   MPI_Request native_pending_ = MPI_REQUEST_NULL;
   IallreduceAlgorithmChoice iallreduce_algorithm_;  // Rabenseifner for auto's MPI_Iallreduce
   HostCallTimer timer_{*this};
 
-  void reserve_native(std::size_t bytes);
+  // Larger in-place messages with a kept buffer (keeps_buffer) run into the staging buffer too.
+  void reserve_native(std::size_t bytes, bool keeps_buffer);
   void bounded_native(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
-                      const NativeBound& bound);
+                      const NativeBound& bound, bool keep_buffer);
 };
 
 }  // namespace stragglar::detail

@@ -229,14 +229,13 @@ void Session::ensure_kept(std::size_t bytes) {
   kept_size_ = size;
 }
 
-bool Session::keeps_buffers(bool native) const {
-  if (!env().keep_buffers || !caller_sees_buffers_ || nranks_ < 2) return false;
-  switch (engine_.buffers_on_error()) {
-    case Engine::BuffersOnError::session_restores: return true;
-    case Engine::BuffersOnError::native_stages: return !native;
-    case Engine::BuffersOnError::undefined: return false;
-  }
-  return false;
+bool Session::keeps_buffers() const {
+  return env().keep_buffers && caller_sees_buffers_ && nranks_ > 1 &&
+         engine_.buffers_on_error() != Engine::BuffersOnError::undefined;
+}
+
+bool Session::session_keeps_copy(bool native) const {
+  return keeps_buffers() && !(native && engine_.buffers_on_error() == Engine::BuffersOnError::native_stages);
 }
 
 // The engine's agreement within the session's timeout; a failure breaks the session (the ranks
@@ -301,20 +300,27 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
       const Options ao = with_auto_cost(o, engine_, ranks_per_host_);
       cost = cost_fingerprint(*ao.cost);
       if (nranks_ > 1 && count > 0) {
+        // What auto's bounded native needs, made now, outside the timed calls (with the staging
+        // of a kept buffer when the first call is in place: a later in-place call of a
+        // configuration first called out of place makes it at that call).
+        const bool native_keeps = sendbuf == recvbuf && phases == PhaseSelection::all && keeps_buffers();
         if (auto_runs_native(ao, nranks_, bytes)) {
           cfg.auto_native = true;
           cfg.algorithm = Algorithm::native;
-          engine_.reserve(/*native_bytes=*/bytes, /*agreement_values=*/0);
+          engine_.reserve(/*native_bytes=*/bytes, native_keeps, /*agreement_values=*/0);
         } else {
           AutoCall host(*this, nullptr, nullptr, 0, dtype, op);
           cfg.automatic = std::make_shared<AutoRunner>(engine_, api_, rank_, nranks_, count, dtype, ao, host);
+          const std::vector<Algorithm>& candidates = cfg.automatic->policy().config().candidates;
+          if (std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end())
+            engine_.reserve(/*native_bytes=*/bytes, native_keeps, /*agreement_values=*/0);
         }
       }
     }
     // The copy its calls in place keep (run), made with the configuration, outside the timed calls
     // (a configuration first called out of place and later in place makes it at that call).
     if (count > 0 && sendbuf == recvbuf && phases == PhaseSelection::all &&
-        keeps_buffers(cfg.algorithm == Algorithm::native))
+        session_keeps_copy(cfg.algorithm == Algorithm::native))
       ensure_kept(bytes);
   } catch (const Error& e) {
     local = e;
@@ -426,7 +432,7 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
 
 // Issue #22 class 6, all or nothing: the executor reduces in the caller's buffer, so a call that
 // fails mid-way would leave some chunks partly reduced. In place, where the engine allows it
-// (keeps_buffers), the call first copies the buffer and puts the copy back if it raises: the
+// (session_keeps_copy), the call first copies the buffer and puts the copy back if it raises: the
 // caller's data is then as it was, or fully reduced, never a mix. One copy per call
 // (docs/reliability.md). Out of place the input is sendbuf, which is never written; recvbuf is
 // an output, undefined after an error (as in MPI), and costs no copy.
@@ -434,7 +440,8 @@ void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* se
                   std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded) {
   const bool native = algorithm == Algorithm::native;
   const std::size_t bytes = count * size_of(dtype);
-  const bool keep = sendbuf == recvbuf && phases == PhaseSelection::all && keeps_buffers(native);
+  const bool in_place_whole = sendbuf == recvbuf && phases == PhaseSelection::all;
+  const bool keep = in_place_whole && session_keeps_copy(native);
   if (keep) {
     ensure_kept(bytes);  // made with the configuration: no allocation here
     engine_.device().copy(kept_, recvbuf, bytes);
@@ -443,7 +450,8 @@ void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* se
     if (native && nranks_ > 1) {
       std::optional<Engine::NativeBound> bound;
       if (bounded) bound = Engine::NativeBound{timeout_s_, tag};
-      engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op, bound);
+      engine_.native_allreduce(sendbuf, recvbuf, count, dtype, op, bound,
+                               /*keep_buffer=*/in_place_whole && !keep && keeps_buffers());
       return;
     }
     if (sendbuf != recvbuf && phases != PhaseSelection::waiting_only) engine_.device().copy(recvbuf, sendbuf, bytes);

@@ -111,9 +111,12 @@ class Session {
   void check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const;
   void ensure_scratch(std::size_t bytes);
   void ensure_kept(std::size_t bytes);
-  // Whether a call of this kind keeps a copy of the caller's buffer to put back if it raises
-  // (STRAGGLAR_KEEP_BUFFERS and the engine's Engine::buffers_on_error).
-  bool keeps_buffers(bool native) const;
+  // Whether a call in place must leave the caller's buffer as it was if it raises
+  // (STRAGGLAR_KEEP_BUFFERS, set_caller_sees_buffers_after_errors, an engine that can).
+  bool keeps_buffers() const;
+  // Whether the session itself copies it for such a call (Engine::buffers_on_error: a native
+  // that stages is told instead, native_allreduce's keep_buffer).
+  bool session_keeps_copy(bool native) const;
   // Every rank's host, exchanged at the session's first call (hosts.hpp): ranks_per_host_.
   void discover_hosts();
   void agree_or_break(std::span<std::int64_t> values, const char* what);

@@ -146,16 +146,17 @@ std::string ProcessGroupStragglar::inner_backends() {
   return out;
 }
 
-void ProcessGroupStragglar::native_allreduce(void* buf, std::size_t count, DataType dtype, ReduceOp op) {
+void ProcessGroupStragglar::native_allreduce(void* buf, std::size_t count, DataType dtype, ReduceOp op, bool keep_buffer) {
   // c10 errors become the core's, so the session sees a failed engine (and breaks).
   // Through a tensor of our own (issue #22 class 6): Work::wait's timeout returns while Gloo's
   // thread may still run the allreduce (its own timeout starts when it starts) and write its
   // tensor when a stopped peer resumes. That tensor is the stage, which the Work keeps alive;
   // the caller's buffer is written only once Gloo has the result. Grown, never shrunk: no
   // allocation per call. After a failure the group is broken and the stage never used again.
-  // STRAGGLAR_KEEP_BUFFERS=0: on the caller's buffer, no copies.
+  // Without a kept buffer (keep_buffer false: STRAGGLAR_KEEP_BUFFERS=0): on the caller's buffer,
+  // no copies.
   const std::size_t bytes = count * size_of(dtype);
-  const bool staged = detail::env().keep_buffers;
+  const bool staged = keep_buffer;
   try {
     const auto n = static_cast<std::int64_t>(count);
     const auto options = at::TensorOptions().dtype(torch_dtype(dtype));
@@ -185,7 +186,9 @@ CpuAllreduce& ProcessGroupStragglar::cpu() {
   if (!cpu_)
     cpu_ = std::make_unique<CpuAllreduce>(
         store_, getRank(), getSize(),
-        [this](void* buf, std::size_t count, DataType dtype, ReduceOp op) { native_allreduce(buf, count, dtype, op); },
+        [this](void* buf, std::size_t count, DataType dtype, ReduceOp op, bool keep_buffer) {
+          native_allreduce(buf, count, dtype, op, keep_buffer);
+        },
         records_);
   return *cpu_;
 }

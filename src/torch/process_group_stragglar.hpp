@@ -134,7 +134,7 @@ class ProcessGroupStragglar final : public c10d::Backend {
   c10d::Backend& inner_for(const at::Tensor& tensor);
   // The CPU engine's `native`: Gloo's allreduce on a copy in native_stage_ (avg as sum, then
   // divided), copied back on success.
-  void native_allreduce(void* buf, std::size_t count, DataType dtype, ReduceOp op);
+  void native_allreduce(void* buf, std::size_t count, DataType dtype, ReduceOp op, bool keep_buffer);
   at::Tensor native_stage_;  // the CPU engine's worker thread's only
   CpuAllreduce& cpu();
 #if STRAGGLAR_TORCH_CUDA

@@ -19,9 +19,9 @@ void UcxEngine::agree_max(std::span<std::int64_t> values, double) {
 }
 
 void UcxEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
-                                 ReduceOp op, std::optional<NativeBound>) {
+                                 ReduceOp op, std::optional<NativeBound>, bool keep_buffer) {
   if (sendbuf != recvbuf) device_.copy(recvbuf, sendbuf, count * size_of(dtype));
-  native_(recvbuf, count, dtype, op);
+  native_(recvbuf, count, dtype, op, keep_buffer);
 }
 
 }  // namespace stragglar::detail

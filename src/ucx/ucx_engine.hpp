@@ -32,7 +32,8 @@ class UcxEngine final : public Engine {
  public:
   // In-place AllReduce of `count` elements at `buf` by another engine, avg included (the
   // callback divides), within that engine's timeout; throws stragglar::Error on failure.
-  using NativeAllreduce = std::function<void(void* buf, std::size_t count, DataType dtype, ReduceOp op)>;
+  // `keep_buffer`: Engine::native_allreduce's (only with native_stages below).
+  using NativeAllreduce = std::function<void(void* buf, std::size_t count, DataType dtype, ReduceOp op, bool keep_buffer)>;
 
   // `buffers`: session_restores, unless the callback itself leaves `buf` as it was when it
   // throws (native_stages: the torch backend stages Gloo's; Engine::buffers_on_error).
@@ -46,9 +47,9 @@ class UcxEngine final : public Engine {
   void agree_max(std::span<std::int64_t> values, double timeout_s) override;
   // The callback, bounded by its own engine's timeout: auto's bound needs nothing more.
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
-                        std::optional<NativeBound> bound) override;
+                        std::optional<NativeBound> bound, bool keep_buffer) override;
   CallTimer& timer() override { return timer_; }  // a host engine: the host clock
-  void reserve(std::size_t, std::size_t agreement_values) override {
+  void reserve(std::size_t, bool, std::size_t agreement_values) override {
     agreement_scratch_.reserve(2 * agreement_values);  // transport_max: the running max and a receive
   }
   CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine

@@ -113,12 +113,12 @@ class UcxComm final : public Comm {
     UcxOptions o = UcxOptions::from_env(connect_s);
     const std::string gen = std::to_string(generation);
     native_engine_ = std::make_unique<detail::UcxEngine>(UcxTransport::connect(store, "native" + gen, rank_, n_, o),
-                                                         [](void*, std::size_t, DataType, ReduceOp) {
+                                                         [](void*, std::size_t, DataType, ReduceOp, bool) {
                                                            throw Error(ErrorCode::Internal, "the ring session has no native");
                                                          });
     native_ = std::make_unique<detail::Session>(*native_engine_, "native ring");
     native_->set_timeout(timeout_s);
-    auto ring = [this](void* buf, std::size_t count, DataType dtype, ReduceOp op) {
+    auto ring = [this](void* buf, std::size_t count, DataType dtype, ReduceOp op, bool /*keep: the ring session's own*/) {
       Options r;
       r.algorithm = Algorithm::ring;
       native_->allreduce(buf, buf, count, dtype, op, r);

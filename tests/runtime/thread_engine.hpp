@@ -93,7 +93,7 @@ class ThreadEngine final : public detail::Engine {
   }
   // Bounded already (the job's barrier times out): auto's bound needs nothing more.
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
-                        std::optional<NativeBound>) override {
+                        std::optional<NativeBound>, bool) override {
     ++native_calls;
     const ReduceOp base = op == ReduceOp::avg ? ReduceOp::sum : op;
     reduce_through_slots(sendbuf, recvbuf, count * size_of(t), [&](void* acc, const void* x, std::size_t) {
@@ -104,7 +104,7 @@ class ThreadEngine final : public detail::Engine {
   int native_calls = 0;
   long device_allocations() const { return device_.allocations; }
   detail::CallTimer& timer() override { return timer_; }  // a host engine: the host clock
-  void reserve(std::size_t, std::size_t agreement_values) override {
+  void reserve(std::size_t, bool, std::size_t agreement_values) override {
     std::vector<unsigned char>& mine = job_.slot(rank_);  // read by others only inside an agreement
     if (mine.size() < agreement_values * sizeof(std::int64_t)) mine.resize(agreement_values * sizeof(std::int64_t));
   }

@@ -528,9 +528,10 @@ std::string choice_runs(const std::vector<detail::Choice>& cs) {
 
 void print_header(const Tool& tool, const EngineFlags& f, const std::string& transport, int straggler,
                   const std::vector<Move>& moves, bool calibrated) {
-  std::printf("# %s: nranks %d, transport: %s, straggler %d, delay %g ms%s, iters %d, warmup %d, check %d\n",
+  std::printf("# %s: nranks %d, transport: %s, straggler %d, delay %g ms%s, iters %d, warmup %d, check %d%s\n",
               tool.name, g_n, transport.c_str(), straggler, f.delay_ms,
-              f.ideal ? " (ideal: waiting phases only)" : "", f.iters, f.warmup, f.check);
+              f.ideal ? " (ideal: waiting phases only)" : "", f.iters, f.warmup, f.check,
+              f.keep_buffers ? ", buffers kept (--keep-buffers)" : "");
   for (const Move& m : moves)
     std::printf("# delayed rank: %d from timed iteration %d on\n", m.rank, m.iter);
   if (!f.delay_pattern.empty())
@@ -582,6 +583,7 @@ void write_json(const std::string& file, const Tool& tool, const EngineFlags& f,
   j["type"] = to_string(t);
   j["redop"] = to_string(op);
   j["delay_pattern"] = f.delay_pattern;
+  j["keep_buffers"] = f.keep_buffers;
   j["move_straggler"] = nlohmann::json::array();
   for (const Move& m : moves) j["move_straggler"].push_back({{"iter", m.iter}, {"rank", m.rank}});
   if (cost)
@@ -673,6 +675,10 @@ std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, EngineFl
                  "R,R[,...]: these ranks all come --delay late (a slow node, issue #23); stragglar-k is told the "
                  "set, stragglar and broadcast the last of them (--straggler is then ignored); with "
                  "--delay-pattern the pattern sets the delays and this only names the set");
+  app.add_flag("--keep-buffers", f.keep_buffers,
+               "Keep a copy of each in-place buffer to put back if the call raises (the C API's default, "
+               "STRAGGLAR_KEEP_BUFFERS; one pass over the buffer per call). Off by default: the benchmark "
+               "never reads a failed call's buffer, as an MPI program under MPI_ERRORS_ARE_FATAL");
   app.add_option("--delay-pattern", f.delay_pattern,
                  "FILE: per-rank delays in ms, one line (n numbers) per timed iteration, cycled; warm-ups "
                  "use line 1; exposed = latest exit - latest entry; --straggler defaults to the rank latest "
@@ -737,6 +743,7 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
   const std::size_t calib_bytes =
       std::max(hi / static_cast<std::size_t>(std::max(1, g_n - 1)), std::size_t{1} << 20) / es * es;
   backend.allocate(std::max(hi, f.calibrate ? calib_bytes : 0) + es);
+  backend.keep_buffers(f.keep_buffers);
   const std::string transport = backend.transport();
   Bench bench(f, backend, t, op, straggler, moves, late, std::move(pattern));
   std::optional<CostModel> cost;

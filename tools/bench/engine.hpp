@@ -36,6 +36,11 @@ struct EngineFlags : BenchFlags {
   // warm-ups and the check use line 1. Every rank sleeps its own delay; exposed = latest exit −
   // latest entry. The straggler of fixed entries (--straggler unset) is the rank latest most often.
   std::string delay_pattern;
+  // Whether in-place calls keep a copy of the buffer to put back if they raise (the C API's
+  // default: STRAGGLAR_KEEP_BUFFERS, docs/reliability.md class 6). Off: the benchmark never
+  // reads a failed call's buffer (a row that fails is reported and its buffer refilled), as an
+  // MPI program under MPI_ERRORS_ARE_FATAL, where the preload keeps no copy either.
+  bool keep_buffers = false;
 };
 
 // One rank's data path. Every call is made on every rank in the same order.
@@ -72,6 +77,9 @@ class Backend {
   virtual Times read_times() = 0;  // waits for mark_exit
   // What the most recent allreduce ran (auto: the policy's choice).
   virtual detail::Choice last_choice() = 0;
+  // --keep-buffers (EngineFlags::keep_buffers): whether the library keeps a copy of an in-place
+  // buffer for the benchmark to see after an error. GPU backends: nothing is kept anyway (NCCL).
+  virtual void keep_buffers(bool /*keep*/) {}
   // Calibration, one measurement each, in seconds on this rank: exchange `bytes` both ways at
   // once with `peer` (send from input, receive into work; peer outside [0, n): stay idle), and
   // one reduction work[i] = work[i] op input[i] for i < count by the runtime's own reducer.

@@ -29,6 +29,7 @@ class MpiBackend final : public bench::HostBackend {
     session_.allreduce(work(), work(), count, t, op, o, phases);
   }
   detail::Choice last_choice() override { return session_.last_choice(); }
+  void keep_buffers(bool keep) override { session_.set_caller_sees_buffers_after_errors(keep); }
   double time_exchange(std::size_t bytes, int peer) override {
     require(bytes <= static_cast<std::size_t>(INT32_MAX),
             "--calibrate: " + std::to_string(bytes) + " bytes per exchange, expected at most INT_MAX (use a smaller -e)");

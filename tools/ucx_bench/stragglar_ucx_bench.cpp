@@ -131,8 +131,8 @@ class UcxBackend final : public bench::HostBackend {
         options_(UcxOptions::from_env(detail::env().timeout_s)),
         mpi_(comm_.c, detail::env()),
         engine_(connect(comm_.c, options_),
-                [this](void* buf, std::size_t count, DataType t, ReduceOp op) {
-                  mpi_.native_allreduce(buf, buf, count, t, op, /*bound=*/std::nullopt);  // MPI_Allreduce
+                [this](void* buf, std::size_t count, DataType t, ReduceOp op, bool /*keep: session_restores*/) {
+                  mpi_.native_allreduce(buf, buf, count, t, op, /*bound=*/std::nullopt, /*keep_buffer=*/false);  // MPI_Allreduce
                 }),
         session_(engine_, "stragglar-ucx-bench") {}
 
@@ -148,6 +148,7 @@ class UcxBackend final : public bench::HostBackend {
     session_.allreduce(work(), work(), count, t, op, o, phases);
   }
   detail::Choice last_choice() override { return session_.last_choice(); }
+  void keep_buffers(bool keep) override { session_.set_caller_sees_buffers_after_errors(keep); }
   double time_exchange(std::size_t bytes, int peer) override {
     const double t0 = MPI_Wtime();
     if (peer >= 0) {
