@@ -442,11 +442,13 @@ void StragglerPolicy::plan_exploration(int best) {
   // changing do not turn into endless exploration.
   // A candidate never measured is ranked by the model alone (its ratio to the model's best at
   // the current delays): the scale measured on other candidates differs from one algorithm to
-  // the next on a loaded host, so scaled estimates would let far candidates in.
+  // the next on a loaded host, so scaled estimates would let far candidates in. Its band is the
+  // model's error alone: predictions carry no measurement noise (widened by 2σ, RHD and Ring were
+  // probed beside a 100 ms straggler at ~+80 % a call: issue 20's `jitter` pattern).
   double model_best = std::numeric_limits<double>::infinity();
   for (const Estimate& e : est_)
     if (std::isfinite(e.predicted)) model_best = std::min(model_best, e.predicted);
-  const double model_band = model_best * (1 + config_.model_error + 2 * noise_);
+  const double model_band = model_best * (1 + config_.model_error);
   std::vector<Need>& needs = needs_;
   needs.clear();
   for (std::size_t k = 0; k < cands_.size(); ++k) {
