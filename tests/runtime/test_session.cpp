@@ -322,6 +322,39 @@ TEST(Session, ACallThatRaisesLeavesTheBufferAsItWas) {
   }
 }
 
+TEST(Session, TheNativeIsToldToKeepTheBufferOnlyWhereTheCallerSeesIt) {
+  // An engine whose native stages the caller's buffer itself (native_stages: MPI's uncancellable
+  // MPI_Iallreduce, torch's Gloo) is told per call whether to: in place and the caller reads its
+  // buffer after an error; not out of place (sendbuf is never written), not where an error ends
+  // the process (the MPI preload under MPI_ERRORS_ARE_FATAL, stragglar-bench), and not where the
+  // session keeps the copy itself (session_restores).
+  if (!detail::env().keep_buffers) GTEST_SKIP() << "STRAGGLAR_KEEP_BUFFERS=0: buffers are not kept";
+  const int n = 2;
+  const std::size_t count = 64;
+  std::vector<std::vector<int>> told(n);
+  std::vector<std::vector<float>> results(n);
+  const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+    e.buffers = detail::Engine::BuffersOnError::native_stages;
+    std::vector<float> in(count, static_cast<float>(r + 1)), buf = in;
+    const Options native = with(Algorithm::native);
+    s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, native);  // kept
+    s.allreduce(in.data(), buf.data(), count, DataType::float32, ReduceOp::sum, native);   // out of place
+    s.set_caller_sees_buffers_after_errors(false);
+    s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, native);  // nobody looks
+    s.set_caller_sees_buffers_after_errors(true);
+    e.buffers = detail::Engine::BuffersOnError::session_restores;
+    s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, native);  // the session's copy
+    told[static_cast<std::size_t>(r)].assign(e.native_keep_buffer.begin(), e.native_keep_buffer.begin() + e.native_keep_told);
+    results[static_cast<std::size_t>(r)] = buf;
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+    EXPECT_EQ(told[static_cast<std::size_t>(r)], (std::vector<int>{1, 0, 0, 0})) << "rank " << r;
+    // 3 (out of place: 1 + 2), then doubled twice: 12 everywhere.
+    EXPECT_EQ(results[static_cast<std::size_t>(r)], std::vector<float>(count, 12.0f)) << "rank " << r;
+  }
+}
+
 // ---- scratch grows geometrically ---------------------------------------------------------------------
 TEST(Session, ScratchGrowsGeometricallyWithAscendingCounts) {
   const int n = 2;

@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -93,8 +94,10 @@ class ThreadEngine final : public detail::Engine {
   }
   // Bounded already (the job's barrier times out): auto's bound needs nothing more.
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
-                        std::optional<NativeBound>, bool) override {
+                        std::optional<NativeBound>, bool keep_buffer) override {
     ++native_calls;
+    if (native_keep_told < static_cast<int>(native_keep_buffer.size()))  // no allocation (hot-path tests)
+      native_keep_buffer[static_cast<std::size_t>(native_keep_told++)] = keep_buffer ? 1 : 0;
     const ReduceOp base = op == ReduceOp::avg ? ReduceOp::sum : op;
     reduce_through_slots(sendbuf, recvbuf, count * size_of(t), [&](void* acc, const void* x, std::size_t) {
       cpu_reduce(acc, x, count, t, base);
@@ -102,6 +105,12 @@ class ThreadEngine final : public detail::Engine {
     if (op == ReduceOp::avg) cpu_finish_average(recvbuf, count, t, job_.hub.n());
   }
   int native_calls = 0;
+  // What the first native calls were told (Engine::native_allreduce's keep_buffer).
+  std::array<int, 16> native_keep_buffer{};
+  int native_keep_told = 0;
+  // How a failed in-place call leaves the buffer (Engine::buffers_on_error); a test may change it.
+  BuffersOnError buffers = BuffersOnError::session_restores;
+  BuffersOnError buffers_on_error() const override { return buffers; }
   long device_allocations() const { return device_.allocations; }
   detail::CallTimer& timer() override { return timer_; }  // a host engine: the host clock
   void reserve(std::size_t, bool, std::size_t agreement_values) override {
