@@ -984,3 +984,89 @@ TEST(StragglerPolicy, LateSetsLearnedAreBounded) {
 
 }  // namespace
 }  // namespace stragglar::detail
+
+namespace stragglar::detail {
+namespace {
+
+// ---- a load that drifts (issue 20: `none` and `imbalance` on the 2-core VM) ------------------
+
+// A host whose load drifts from call to call (log-scale AR(1): neighbouring calls share most of
+// it), as on the 2-core VM, where two 24-call runs of one fixed algorithm measured up to 1.4×
+// apart (ring 681 and 966 ms in one `random-rank` sweep). Every cost of a call is scaled by it.
+struct Drift {
+  double rho = 0.9, sigma = 0.10;
+  double log_load = 0;
+  Costs next(const Costs& k, std::mt19937_64& rng) {
+    std::normal_distribution<double> g(0, 1);
+    log_load = rho * log_load + std::sqrt(1 - rho * rho) * sigma * g(rng);
+    const double f = std::exp(log_load);
+    Costs c = k;
+    for (double* v : {&c.rs, &c.rest, &c.ring, &c.rhd, &c.native, &c.rest_k, &c.rest_h}) *v *= f;
+    return c;
+  }
+};
+
+TEST(StragglerPolicy, ADriftingLoadWithNobodyLateStaysNearTheBestFixedEntry) {
+  // Nobody late; Ring 10 % faster than RHD, native in between; the model says Ring and RHD are
+  // equal (the α-β model: the same bytes) and has nothing for native. Heavy per-call noise on a
+  // drifting load, 24 timed calls after the first call and 2 warm-ups (bench/patterns/run.sh).
+  // The best fixed entry is the lowest of three noisy totals, each with a drift of its own: Ring
+  // run once more is 1.024× that best on average over these 40 seeds (1.029 over 300: the floor
+  // of any policy here, selection alone). auto: 1.068 (1.066 over 300 seeds), ending on Ring in 26
+  // of 40 (204 of 300). Two changes tried against it and not kept (docs/auto.md "Tried and not
+  // kept"), over 300 seeds: comparing a challenger with the incumbent's neighbouring calls instead
+  // of its lower quartile (1.070), measuring once more a candidate whose single probe is slower by
+  // less than the noise (1.063), both (1.067), against 1.066 — with three candidates within 11 %
+  // and noise of 8–10 %, 24 calls cannot tell them apart, and every extra probe costs what the
+  // better choice would win.
+  Costs k;
+  k.ring = 0.100;
+  k.rhd = 0.111;
+  k.native = 0.106;
+  Noise z;
+  z.sigma = 0.08;
+  z.outlier_p = 0.10;
+  z.outlier_factor = 1.4;
+  const Predictor equal = [](const Choice& c, double d) {
+    switch (c.algorithm) {
+      case Algorithm::stragglar: return std::max(0.12 - d, 0.0) + 0.09;
+      case Algorithm::ring: return 0.1005;
+      case Algorithm::rhd: return 0.1000;
+      default: return kNaN;
+    }
+  };
+  double sum = 0, floor_sum = 0;
+  int on_ring = 0;
+  constexpr int kSeeds = 40;
+  for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    PolicyConfig cfg = config8();
+    cfg.settled_exchange_every = cfg.period;  // as the runtime sets it (auto_runner.cpp)
+    cfg.first_call_synchronised = true;
+    Job job(cfg, equal, seed);
+    Drift drift;
+    double auto_total = 0;
+    for (int i = 0; i < 3; ++i) job.call(World{}, drift.next(k, job.rng()), z);
+    for (int i = 0; i < 24; ++i) {
+      CallResult res;
+      job.call(World{}, drift.next(k, job.rng()), z, &res);
+      auto_total += res.exposed;
+    }
+    std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+    const auto fixed_total = [&](Algorithm a) {
+      Drift own;
+      double total = 0;
+      for (int i = 0; i < 24; ++i) total += simulate_call(Choice{a, -1}, 8, World{}, own.next(k, rng), z, rng).exposed;
+      return total;
+    };
+    const double best = std::min({fixed_total(Algorithm::ring), fixed_total(Algorithm::rhd), fixed_total(Algorithm::native)});
+    sum += auto_total / best;
+    floor_sum += fixed_total(Algorithm::ring) / best;
+    on_ring += job.rank0().incumbent().algorithm == Algorithm::ring;
+  }
+  EXPECT_LE(sum / kSeeds, 1.09) << "Ring alone: " << floor_sum / kSeeds;
+  EXPECT_GE(floor_sum / kSeeds, 1.0);  // the selection the best fixed entry gets for free
+  EXPECT_GE(on_ring, kSeeds / 2);
+}
+
+}  // namespace
+}  // namespace stragglar::detail
