@@ -135,10 +135,12 @@ void MpiEngine::reserve(std::size_t native_bytes, bool native_keeps_buffer, std:
 }
 
 void MpiEngine::reserve_native(std::size_t bytes, bool keeps_buffer) {
-  // Recursive doubling needs the running partial and a receive buffer; a larger message needs
+  // transport_allreduce needs its staging (every rank's contribution up to 16 ranks, else the
+  // running partial and a receive: transport_allreduce.hpp); a larger message needs
   // its result's (bounded_native) when the caller's buffer is kept, else it runs on the caller's.
   if (bytes > kTransportNativeMaxBytes && !keeps_buffer) return;
-  const std::size_t want = bytes > kTransportNativeMaxBytes ? bytes : 2 * bytes;
+  const std::size_t want =
+      bytes > kTransportNativeMaxBytes ? bytes : transport_allreduce_staging_bytes(transport_.nranks(), bytes);
   if (native_stage_bytes_ >= want) return;
   // Never shrinks (the staging of the largest message so far).
   native_stage_ = std::make_unique_for_overwrite<std::byte[]>(want);
@@ -156,7 +158,7 @@ void MpiEngine::bounded_native(const void* sendbuf, void* recvbuf, std::size_t c
   const bool staged = in_place && keep_buffer;
   reserve_native(count * es, staged);  // sized when auto's configuration was made: no allocation here
   if (count * es <= kTransportNativeMaxBytes) {
-    // Both buffers in the staging memory: a receive a timeout leaves behind writes only there.
+    // Every buffer in the staging memory: a receive a timeout leaves behind writes only there.
     std::byte* partial = native_stage_.get();
     device_.copy(partial, sendbuf, count * es);
     // Every buffer sent from is the staging memory, which nothing rewrites after a failure: a
@@ -166,7 +168,7 @@ void MpiEngine::bounded_native(const void* sendbuf, void* recvbuf, std::size_t c
     void* result = nullptr;
     {
       const NoNoticeCheckAfterReceives during(transport_);  // timeout: the transport's, the session's
-      result = transport_allreduce(transport_, device_, partial, partial + count * es, count, dtype, op, bound.tag);
+      result = transport_allreduce(transport_, device_, partial, count, dtype, op, bound.tag);
     }
     device_.copy(recvbuf, result, count * es);
     if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());

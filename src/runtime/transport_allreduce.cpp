@@ -1,18 +1,49 @@
-// Recursive doubling AllReduce over a Transport (transport_allreduce.hpp).
+// A latency-bound AllReduce over a Transport: one round, or recursive doubling (transport_allreduce.hpp).
 #include "runtime/transport_allreduce.hpp"
 
+#include <algorithm>
+#include <array>
 #include <utility>
 
 namespace stragglar::detail {
 
-void* transport_allreduce(Transport& transport, Device& device, void* data, void* spare, std::size_t count,
-                          DataType dtype, ReduceOp op, int tag) {
+std::size_t transport_allreduce_staging_bytes(int nranks, std::size_t bytes) {
+  return (nranks <= kOneRoundMaxRanks ? static_cast<std::size_t>(std::max(nranks, 2)) : 2) * bytes;
+}
+
+namespace {
+
+// Every rank sends its data (slot 0) to every other and receives theirs: rank s's in slot s + 1
+// below this rank, s above it. Then x0 op x1 op ... op x(n−1), accumulated in rank 0's slot.
+void* one_round(Transport& transport, Device& device, std::byte* staging, std::size_t count, DataType dtype,
+                ReduceOp op) {
   const int n = transport.nranks(), r = transport.rank();
-  if (n <= 1 || count == 0) return data;
   const std::size_t bytes = count * size_of(dtype);
-  void* mine = data;    // this rank's running partial
-  void* theirs = spare;  // what a partner sent
+  const auto slot = [&](int s) { return staging + static_cast<std::size_t>(s == r ? 0 : s < r ? s + 1 : s) * bytes; };
+  std::array<Message, kOneRoundMaxRanks - 1> sends, recvs;
+  for (int k = 1; k < n; ++k) {
+    const int to = (r + k) % n, from = (r - k + n) % n;
+    sends[static_cast<std::size_t>(k - 1)] = Message{to, staging, bytes};
+    recvs[static_cast<std::size_t>(k - 1)] = Message{from, slot(from), bytes};
+  }
+  const auto peers = static_cast<std::size_t>(n - 1);
+  transport.exchange(std::span<const Message>(sends.data(), peers), std::span<const Message>(recvs.data(), peers));
+  std::byte* result = slot(0);
+  for (int s = 1; s < n; ++s) device.reduce(result, slot(s), count, dtype, op);
+  return result;
+}
+
+}  // namespace
+
+void* transport_allreduce(Transport& transport, Device& device, std::byte* staging, std::size_t count, DataType dtype,
+                          ReduceOp op, int tag) {
+  const int n = transport.nranks(), r = transport.rank();
+  if (n <= 1 || count == 0) return staging;
   transport.set_tag(tag);
+  if (n <= kOneRoundMaxRanks) return one_round(transport, device, staging, count, dtype, op);
+  const std::size_t bytes = count * size_of(dtype);
+  void* mine = staging;          // this rank's running partial
+  void* theirs = staging + bytes;  // what a partner sent
   auto send = [&](int peer) {
     const Message m{peer, mine, bytes};
     transport.exchange(std::span<const Message>(&m, 1), {});

@@ -597,13 +597,14 @@ TEST(TransportAgreement, EveryRankGetsTheElementwiseMaxForAnyN) {
   }
 }
 
-// ---- auto's small-message native over a bare transport (recursive doubling) -------------------------
-// Every n up to 9 and two more (the fold for n not a power of two), every dtype and op: exact
-// against a float64 reference on small integers, and identical bits on every rank for inputs
-// whose sum rounds (each pairwise step must compute the same value on both partners).
+// ---- auto's small-message native over a bare transport (one round; recursive doubling) ---------------
+// Every n up to 9 and 12, 16 (one round: every rank reduces all n contributions in rank order),
+// 17, 20, 32 (recursive doubling, with the fold for n not a power of two), every dtype and op:
+// exact against a float64 reference on small integers, and identical bits on every rank for
+// inputs whose sum rounds (the order of the reduction must be the same everywhere).
 TEST(TransportAllreduce, ExactAndIdenticalOnEveryRankForAnyN) {
   const std::size_t count = 37;
-  for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16})
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 20, 32})
     for (DataType t : {DataType::float32, DataType::float64, DataType::float16, DataType::bfloat16, DataType::int32,
                        DataType::int64})
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max})
@@ -623,10 +624,10 @@ TEST(TransportAllreduce, ExactAndIdenticalOnEveryRankForAnyN) {
             threads.emplace_back([&, r] {
               testing::ThreadTransport tr(hub, r);
               CpuDevice device;
-              std::vector<std::byte> data(count * es), spare(count * es);
-              for (std::size_t i = 0; i < count; ++i) store_element(data.data(), i, t, input(r, i));
+              std::vector<std::byte> staging(detail::transport_allreduce_staging_bytes(n, count * es));
+              for (std::size_t i = 0; i < count; ++i) store_element(staging.data(), i, t, input(r, i));
               try {
-                void* out = detail::transport_allreduce(tr, device, data.data(), spare.data(), count, t, op, 5);
+                void* out = detail::transport_allreduce(tr, device, staging.data(), count, t, op, 5);
                 const auto* b = static_cast<const std::byte*>(out);
                 got[static_cast<std::size_t>(r)].assign(b, b + count * es);
               } catch (const Error& e) {
