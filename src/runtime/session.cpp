@@ -229,6 +229,18 @@ void Session::ensure_kept(std::size_t bytes) {
   kept_size_ = size;
 }
 
+void Session::prepare_auto_in_place(const AutoRunner& automatic, std::size_t bytes) {
+  // Both, whatever this call runs: auto may run a schedule in this call and native in a later
+  // one, or the other way round (mpi_hot_path_n4 met native's first in-place run, and the
+  // engine's staging made then, in its counted calls).
+  if (session_keeps_copy(/*native=*/false)) ensure_kept(bytes);
+  const std::vector<Algorithm>& candidates = automatic.policy().config().candidates;
+  if (std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end())
+    // (The caller checked keeps_buffers(): the engine keeps the buffer where the session does not.)
+    engine_.reserve(/*native_bytes=*/bytes, /*native_keeps_buffer=*/!session_keeps_copy(/*native=*/true),
+                    /*agreement_values=*/0);
+}
+
 bool Session::keeps_buffers() const {
   return env().keep_buffers && caller_sees_buffers_ && nranks_ > 1 &&
          engine_.buffers_on_error() != Engine::BuffersOnError::undefined;
@@ -313,7 +325,8 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
           cfg.automatic = std::make_shared<AutoRunner>(engine_, api_, rank_, nranks_, count, dtype, ao, host);
           const std::vector<Algorithm>& candidates = cfg.automatic->policy().config().candidates;
           if (std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end())
-            engine_.reserve(/*native_bytes=*/bytes, native_keeps, /*agreement_values=*/0);
+            engine_.reserve(/*native_bytes=*/bytes, /*native_keeps_buffer=*/false, /*agreement_values=*/0);
+          if (native_keeps) prepare_auto_in_place(*cfg.automatic, bytes);
         }
       }
     }
@@ -414,6 +427,10 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
   if (count == 0) return;
   try {
     if (cfg.automatic) {
+      // A configuration first called out of place, now in place: its in-place memory now, before
+      // auto picks (cheap once made: a size check).
+      if (sendbuf == recvbuf && phases == PhaseSelection::all && keeps_buffers())
+        prepare_auto_in_place(*cfg.automatic, count * size_of(dtype));
       last_auto_ = cfg.automatic;
       AutoCall host(*this, sendbuf, recvbuf, count, dtype, op, cfg.tag);
       last_choice_ = cfg.automatic->call(host, timeout_s_);

@@ -111,6 +111,10 @@ class Session {
   void check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const;
   void ensure_scratch(std::size_t bytes);
   void ensure_kept(std::size_t bytes);
+  // An auto configuration called in place: the memory a kept buffer needs whatever auto runs —
+  // the session's copy (schedules) and the engine's staging (its native, where it stages) —
+  // so that the choice made in a later call allocates nothing.
+  void prepare_auto_in_place(const AutoRunner& automatic, std::size_t bytes);
   // Whether a call in place must leave the caller's buffer as it was if it raises
   // (STRAGGLAR_KEEP_BUFFERS, set_caller_sees_buffers_after_errors, an engine that can).
   bool keeps_buffers() const;

@@ -355,6 +355,36 @@ TEST(Session, TheNativeIsToldToKeepTheBufferOnlyWhereTheCallerSeesIt) {
   }
 }
 
+TEST(Session, AnAutoConfigurationFirstCalledOutOfPlaceMakesItsInPlaceMemoryAtItsFirstInPlaceCall) {
+  // Made at the first in-place call whatever auto runs in it, so that the choice of a later call
+  // allocates nothing: mpi_hot_path_n4 once met auto's first in-place run of native in its counted
+  // calls, where the engine's staging for the kept buffer was made (1 allocation on every rank).
+  if (!detail::env().keep_buffers) GTEST_SKIP() << "STRAGGLAR_KEEP_BUFFERS=0: buffers are not kept";
+  const int n = 2;
+  const std::size_t count = 1 << 16;  // 256 KiB: auto runs its policy (never native alone at n = 2)
+  std::vector<std::size_t> before(n), after(n), after_more(n);
+  std::vector<long> allocations_after(n), allocations_end(n);
+  const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+    e.buffers = detail::Engine::BuffersOnError::native_stages;  // the engine stages a kept buffer (MPI)
+    std::vector<float> in(count, 1.0f), buf(count, 1.0f);
+    const Options automatic = with(Algorithm::automatic);
+    for (int i = 0; i < 3; ++i) s.allreduce(in.data(), buf.data(), count, DataType::float32, ReduceOp::sum, automatic);
+    before[static_cast<std::size_t>(r)] = e.native_keep_reserved;
+    s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, automatic);  // in place
+    after[static_cast<std::size_t>(r)] = e.native_keep_reserved;
+    allocations_after[static_cast<std::size_t>(r)] = e.device_allocations();
+    for (int i = 0; i < 10; ++i) s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, automatic);
+    allocations_end[static_cast<std::size_t>(r)] = e.device_allocations();
+  });
+  for (int r = 0; r < n; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    EXPECT_EQ(errors[i], "") << "rank " << r;
+    EXPECT_EQ(before[i], 0u) << "rank " << r << ": out of place, no kept buffer to stage";
+    EXPECT_GE(after[i], count * sizeof(float)) << "rank " << r << ": the engine's staging for native, at the first in-place call";
+    EXPECT_EQ(allocations_end[i], allocations_after[i]) << "rank " << r << ": the session's copy made at that call too";
+  }
+}
+
 // ---- scratch grows geometrically ---------------------------------------------------------------------
 TEST(Session, ScratchGrowsGeometricallyWithAscendingCounts) {
   const int n = 2;

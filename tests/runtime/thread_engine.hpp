@@ -113,7 +113,10 @@ class ThreadEngine final : public detail::Engine {
   BuffersOnError buffers_on_error() const override { return buffers; }
   long device_allocations() const { return device_.allocations; }
   detail::CallTimer& timer() override { return timer_; }  // a host engine: the host clock
-  void reserve(std::size_t, bool, std::size_t agreement_values) override {
+  // The largest native staging asked for with a kept buffer (Engine::reserve's native_keeps_buffer).
+  std::size_t native_keep_reserved = 0;
+  void reserve(std::size_t native_bytes, bool native_keeps_buffer, std::size_t agreement_values) override {
+    if (native_keeps_buffer) native_keep_reserved = std::max(native_keep_reserved, native_bytes);
     std::vector<unsigned char>& mine = job_.slot(rank_);  // read by others only inside an agreement
     if (mine.size() < agreement_values * sizeof(std::int64_t)) mine.resize(agreement_values * sizeof(std::int64_t));
   }
