@@ -313,8 +313,8 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
       cost = cost_fingerprint(*ao.cost);
       if (nranks_ > 1 && count > 0) {
         // What auto's bounded native needs, made now, outside the timed calls (with the staging
-        // of a kept buffer when the first call is in place: a later in-place call of a
-        // configuration first called out of place makes it at that call).
+        // of a kept buffer when the first call is in place: a configuration first called out of
+        // place makes it at its first in-place call, prepare_auto_in_place).
         const bool native_keeps = sendbuf == recvbuf && phases == PhaseSelection::all && keeps_buffers();
         if (auto_runs_native(ao, nranks_, bytes)) {
           cfg.auto_native = true;
