@@ -1,6 +1,7 @@
 // UcxTransport: UCX tag send/receive per message, one wait per round (see ucx_transport.hpp).
 #include "ucx/ucx_transport.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
 #include <mutex>
 #include <chrono>
@@ -17,7 +19,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -118,19 +119,43 @@ struct Identity {
   std::string pid_namespace;     // pids mean the same only inside one pid namespace
 };
 
+// The whole of a small file (of /proc), or false. POSIX read, not std::ifstream: libstdc++'s
+// filebuf throws std::ios_base::failure from underflow when read() fails, whatever the stream's
+// exception mask, and reading /proc/<pid>/stat of a process that exits meanwhile fails with
+// ESRCH (faults_recover: a survivor aborted with "basic_filebuf::underflow error reading the
+// file: No such process" while watching a peer that had just exited).
+bool read_small_file(const char* path, std::string& out) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out.clear();
+  char buf[1024];
+  bool ok = true;
+  for (;;) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got > 0) {
+      out.append(buf, static_cast<std::size_t>(got));
+    } else if (got == 0) {
+      break;
+    } else if (errno != EINTR) {
+      ok = false;
+      break;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
 std::string read_first_line(const char* path) {
-  std::ifstream f(path);
-  std::string line;
-  std::getline(f, line);
-  return line;
+  std::string text;
+  if (!read_small_file(path, text)) return {};
+  return text.substr(0, text.find('\n'));
 }
 
 // Fields of /proc/<pid>/stat after the command name (which may contain spaces and ')').
-// Returns false when the process does not exist.
+// Returns false when the process does not exist (or stops existing while it is read).
 bool read_proc_stat(std::uint32_t pid, char& state, std::uint64_t& start_time) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  if (!f) return false;
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string text;
+  if (!read_small_file(("/proc/" + std::to_string(pid) + "/stat").c_str(), text)) return false;
   const std::size_t close = text.rfind(')');
   if (close == std::string::npos || close + 2 >= text.size()) return false;
   std::istringstream rest(text.substr(close + 2));
