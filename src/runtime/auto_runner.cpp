@@ -146,6 +146,8 @@ AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, st
                        const Options& o, AutoHost& host)
     : engine_(engine), api_(api), rank_(rank), nranks_(nranks), options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
       policy_(make_policy(engine, nranks, count * size_of(dtype), options_)) {
+  const std::vector<Algorithm>& candidates = policy_.config().candidates;
+  may_run_native_ = std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end();
   exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));
   engine_.timer().reserve_exchange(exchange_.size());
   // Every plan auto may run, built now (its first call is a first call anyway): later calls,

@@ -53,6 +53,8 @@ class AutoRunner {
   // Returns what ran. Every rank makes the same calls at the same call index.
   Choice call(AutoHost& host, double timeout_s);
   const StragglerPolicy& policy() const noexcept { return policy_; }
+  // Whether the engine's native is one of the candidates (what to reserve for it).
+  bool may_run_native() const noexcept { return may_run_native_; }
   StragglerReport report(int nranks) const;
 
  private:
@@ -73,6 +75,7 @@ class AutoRunner {
     std::shared_ptr<const Plan> plan;  // null for native
   };
   std::vector<Sub> subs_;  // the choices run so far, each with its plan
+  bool may_run_native_ = false;
   int untaken_ = 0;        // calls timed whose time is not recorded yet (GPU: the lag)
   bool in_flight_ = false; // an exchange begun and not yet decided
   int in_flight_age_ = 0;  // calls since it began

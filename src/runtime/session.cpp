@@ -234,8 +234,7 @@ void Session::prepare_auto_in_place(const AutoRunner& automatic, std::size_t byt
   // one, or the other way round (mpi_hot_path_n4 met native's first in-place run, and the
   // engine's staging made then, in its counted calls).
   if (session_keeps_copy(/*native=*/false)) ensure_kept(bytes);
-  const std::vector<Algorithm>& candidates = automatic.policy().config().candidates;
-  if (std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end())
+  if (automatic.may_run_native())
     // (The caller checked keeps_buffers(): the engine keeps the buffer where the session does not.)
     engine_.reserve(/*native_bytes=*/bytes, /*native_keeps_buffer=*/!session_keeps_copy(/*native=*/true),
                     /*agreement_values=*/0);
@@ -323,10 +322,10 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
         } else {
           AutoCall host(*this, nullptr, nullptr, 0, dtype, op);
           cfg.automatic = std::make_shared<AutoRunner>(engine_, api_, rank_, nranks_, count, dtype, ao, host);
-          const std::vector<Algorithm>& candidates = cfg.automatic->policy().config().candidates;
-          if (std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end())
+          if (native_keeps)
+            prepare_auto_in_place(*cfg.automatic, bytes);
+          else if (cfg.automatic->may_run_native())
             engine_.reserve(/*native_bytes=*/bytes, /*native_keeps_buffer=*/false, /*agreement_values=*/0);
-          if (native_keeps) prepare_auto_in_place(*cfg.automatic, bytes);
         }
       }
     }
