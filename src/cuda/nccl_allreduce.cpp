@@ -28,20 +28,34 @@ std::unordered_map<ncclComm_t, std::unique_ptr<detail::NcclSession>>& sessions()
 // the way out (docs/gpu.md). A reuse that forgot it is caught where the shape differs (a live
 // communicator's rank, size and device never change): the stale session is dropped (leaked: its
 // communicator is gone) and a fresh one made.
+//
+// A broken session's communicator is often in NCCL's error state after the failure (2.28 refuses
+// even ncclCommUserRank on it: "Attempt to use communicator before the previous operation
+// returned ncclSuccess"); then the session is returned as it is, so that the call fails with the
+// first error (a timeout, say), not with the query's.
 detail::NcclSession& session_for(ncclComm_t comm) {
   require(comm != nullptr, "stragglarNcclAllReduce: comm is a null ncclComm_t, expected a communicator");
-  int rank = 0, nranks = 0, device = 0;
-  STRAGGLAR_NCCL_CHECK(ncclCommUserRank(comm, &rank));
-  STRAGGLAR_NCCL_CHECK(ncclCommCount(comm, &nranks));
-  STRAGGLAR_NCCL_CHECK(ncclCommCuDevice(comm, &device));
   std::lock_guard<std::mutex> lock(g_mutex);
   auto& m = sessions();
-  if (auto it = m.find(comm); it != m.end()) {
+  const auto it = m.find(comm);
+  int rank = 0, nranks = 0, device = 0;
+  const bool queried = ncclCommUserRank(comm, &rank) == ncclSuccess && ncclCommCount(comm, &nranks) == ncclSuccess &&
+                       ncclCommCuDevice(comm, &device) == ncclSuccess;
+  if (it != m.end()) {
     detail::NcclSession& known = *it->second;
-    if (known.session().rank() == rank && known.session().nranks() == nranks && known.engine().device_id() == device)
+    if (!queried && known.broken()) return known;
+    if (queried && known.session().rank() == rank && known.session().nranks() == nranks &&
+        known.engine().device_id() == device)
       return known;
-    (void)it->second.release();
-    m.erase(it);
+    if (queried) {
+      (void)it->second.release();
+      m.erase(it);
+    }
+  }
+  if (!queried) {  // again, for NCCL's own error and message
+    STRAGGLAR_NCCL_CHECK(ncclCommUserRank(comm, &rank));
+    STRAGGLAR_NCCL_CHECK(ncclCommCount(comm, &nranks));
+    STRAGGLAR_NCCL_CHECK(ncclCommCuDevice(comm, &device));
   }
   return *m.emplace(comm, std::make_unique<detail::NcclSession>(comm, detail::env().timeout_s)).first->second;
 }

@@ -9,7 +9,9 @@
 namespace stragglar::detail {
 
 NcclCallTimer::~NcclCallTimer() {
-  if (keep_resources_ || exchange_pending_) return;  // a timed-out exchange may still write these: keep them
+  // An exchange begun and not ended (or timed out) may still write these: keep them. (A broken
+  // session is never destroyed: its owner leaks it, NcclSession::broken.)
+  if (exchange_pending_) return;
   if (xhost_ != nullptr) (void)cudaFreeHost(xhost_);
   if (xdev_ != nullptr) (void)cudaFree(xdev_);
   for (int i = 0; i < kTimers; ++i) {

@@ -34,12 +34,6 @@ class NcclCallTimer final : public CallTimer {
   void exchange_begin(std::span<std::int64_t> values, double timeout_s) override;
   void exchange_end(std::span<std::int64_t> values, double timeout_s) override;
 
-  // An exchange begun and not ended (or timed out): the stream may still write its buffers.
-  bool exchange_pending() const noexcept { return exchange_pending_; }
-  // Keep every buffer and event at destruction: the engine's stream may never finish, and
-  // freeing under it could block or free what it still writes.
-  void keep_resources_at_destruction() noexcept { keep_resources_ = true; }
-
  private:
   ncclComm_t comm_;
   NcclTransport& transport_;
@@ -55,7 +49,6 @@ class NcclCallTimer final : public CallTimer {
   std::size_t xcapacity_ = 0;
   cudaEvent_t exchanged_ = nullptr;
   bool exchange_pending_ = false;  // begun, not ended (or timed out): the stream may write xhost_/xdev_
-  bool keep_resources_ = false;
 };
 
 }  // namespace stragglar::detail

@@ -40,10 +40,7 @@ NcclEngine::NcclEngine(ncclComm_t comm, int device, double timeout_s)
 NcclEngine::~NcclEngine() {
   // The frees of the Session's scratch were enqueued there; they still run after this.
   if (own_stream_ != nullptr) (void)cudaStreamDestroy(own_stream_);
-  if (pending_ || timer_.exchange_pending()) {  // a timed-out agreement or exchange may still write these: keep them
-    timer_.keep_resources_at_destruction();
-    return;
-  }
+  if (pending_) return;  // a timed-out agreement may still write these: keep them
   if (host_ != nullptr) (void)cudaFreeHost(host_);
   if (dev_ != nullptr) (void)cudaFree(dev_);
   (void)cudaEventDestroy(call_done_);

@@ -36,7 +36,8 @@ class NcclEngine final : public Engine {
   // so auto's bound needs nothing more.
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
                         std::optional<NativeBound> bound, bool keep_buffer) override;
-  CallTimer& timer() override { return timer_; }  // CUDA events, the exchange on the stream (lag 2)
+  // CUDA events, the exchange on the stream (lag 2).
+  std::unique_ptr<CallTimer> make_timer() override { return std::make_unique<NcclCallTimer>(comm_, transport_); }
   // A failed call's stream may never finish (a hung NCCL kernel): a restore enqueued after it
   // could not run, and the buffer stays a target. As NCCL: undefined after an error.
   BuffersOnError buffers_on_error() const override { return BuffersOnError::undefined; }
@@ -58,7 +59,6 @@ class NcclEngine final : public Engine {
   int device_id_;
   NcclTransport transport_;
   CudaDevice device_;
-  NcclCallTimer timer_{comm_, transport_};
   cudaEvent_t call_done_ = nullptr;
   cudaEvent_t agreed_ = nullptr;
   cudaStream_t last_stream_ = nullptr;

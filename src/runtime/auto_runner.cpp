@@ -122,12 +122,12 @@ namespace {
 
 // The policy of one configuration: the model (two simulations per algorithm, at its first use),
 // the period, and one call per exchange when an exchange is cheap beside a call.
-StragglerPolicy make_policy(Engine& engine, int nranks, std::size_t bytes, const Options& base) {
+StragglerPolicy make_policy(int lag, int nranks, std::size_t bytes, const Options& base) {
   PolicyConfig pc;
   pc.nranks = nranks;
   pc.bytes = bytes;
   // An exchange must be decided before the next one begins (at most one in flight).
-  pc.period = std::max(env().auto_period, engine.timer().measurement_lag());
+  pc.period = std::max(env().auto_period, lag);
   pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
   pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
   pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
@@ -135,7 +135,7 @@ StragglerPolicy make_policy(Engine& engine, int nranks, std::size_t bytes, const
   // the option); the runtime does not ask the launcher which ranks share a host.
   pc.ranks_per_host = base.cost->ranks_per_host;
   auto model = std::make_shared<PredictionCache>(base, nranks, bytes);
-  pc.exchange_every = calls_per_exchange(*model, nranks, *base.cost, pc.period, engine.timer().measurement_lag());
+  pc.exchange_every = calls_per_exchange(*model, nranks, *base.cost, pc.period, lag);
   // Deciding after every call converges at once; once settled, every P calls (straggler_policy.hpp).
   if (pc.exchange_every == 1) pc.settled_exchange_every = pc.period;
   return StragglerPolicy(std::move(pc), [model](const Choice& c, double delay_s) { return (*model)(c, delay_s); });
@@ -144,12 +144,13 @@ StragglerPolicy make_policy(Engine& engine, int nranks, std::size_t bytes, const
 
 AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
                        const Options& o, AutoHost& host)
-    : engine_(engine), api_(api), rank_(rank), nranks_(nranks), options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
-      policy_(make_policy(engine, nranks, count * size_of(dtype), options_)) {
+    : timer_(engine.make_timer()), api_(api), rank_(rank), nranks_(nranks),
+      options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
+      policy_(make_policy(timer_->measurement_lag(), nranks, count * size_of(dtype), options_)) {
   const std::vector<Algorithm>& candidates = policy_.config().candidates;
   may_run_native_ = std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end();
   exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));
-  engine_.timer().reserve_exchange(exchange_.size());
+  timer_->reserve_exchange(exchange_.size());
   // Every plan auto may run, built now (its first call is a first call anyway): later calls,
   // explorations and straggler switches then allocate nothing (native's staging is reserved by
   // the Session, which knows whether the call keeps the caller's buffer). Beyond kPrebuiltStragglers ranks
@@ -187,7 +188,7 @@ const Plan* AutoRunner::plan_for(AutoHost& host, const Choice& c) {
 Choice AutoRunner::call(AutoHost& host, double timeout_s) {
   const Choice c = policy_.begin_call();
   const Plan* plan = plan_for(host, c);
-  CallTimer& timer = engine_.timer();
+  CallTimer& timer = *timer_;
   timer.time_begin();
   host.run(c, plan);
   timer.time_end();
@@ -209,7 +210,7 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s) {
 }
 
 void AutoRunner::finish_exchange(AutoHost& host, double timeout_s) {
-  engine_.timer().exchange_end(exchange_, timeout_s);
+  timer_->exchange_end(exchange_, timeout_s);
   in_flight_ = false;
   const std::span<const int> known_set = policy_.target_set();
   if (policy_.decide(exchange_) && env().debug_info && rank_ == 0)

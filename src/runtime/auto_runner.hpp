@@ -1,6 +1,6 @@
 // algorithm = auto in the runtime core (issue #12, issue 20; docs/auto.md "In the runtime core"):
 // one AutoRunner per auto configuration (count, dtype, op) drives the straggler policy — it times
-// every call through the engine's CallTimer (call_timer.hpp), runs the exchange, feeds the
+// every call through its own CallTimer from the engine (call_timer.hpp), runs the exchange, feeds the
 // decisions back — while the session keeps validation, agreement, plans, scratch and the data
 // path. The model it gives the policy is the α-β-γ simulator on each choice's schedule
 // (PredictionCache in auto_runner.cpp).
@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/call_timer.hpp"
 #include "runtime/straggler_policy.hpp"
 #include "stragglar/options.hpp"
 #include "stragglar/plan.hpp"
@@ -62,7 +63,8 @@ class AutoRunner {
   void finish_exchange(AutoHost& host, double timeout_s);
   bool hierarchical_fits(std::span<const int> set) const;
 
-  Engine& engine_;
+  // This configuration's own (Engine::make_timer): its lagged times and exchanges are its alone.
+  std::unique_ptr<CallTimer> timer_;
   const char* api_;
   int rank_, nranks_;
   Options options_;  // pipeline and cost for the candidates' schedules

@@ -1,7 +1,7 @@
 // How auto's calls are timed and exchanged (algorithm = auto: straggler_policy.hpp, auto_runner.hpp,
 // docs/auto.md). The policy needs every call's time inside its data phase on this rank, and one
-// small exchange (an element-wise max over ranks) every P calls. An engine supplies a CallTimer
-// (Engine::timer()): host engines the HostCallTimer below (the host clock, the exchange through
+// small exchange (an element-wise max over ranks) every P calls. An engine makes a CallTimer per
+// auto configuration (Engine::make_timer()): host engines the HostCallTimer below (the host clock, the exchange through
 // the engine's agreement at once); the NCCL engine times its stream with CUDA events and runs the
 // exchange stream-ordered (src/cuda/nccl_call_timer.hpp), delivering both measurement_lag() calls
 // later, the same lag on every rank, so that the host never waits for the GPU (docs/auto.md "Lags").
@@ -38,12 +38,13 @@ class CallTimer {
 };
 
 // A host engine's timer: the host's steady clock around the call, and the exchange as the
-// engine's agree_max right away (lag 0).
+// engine's agree_max right away (lag 0). A lag > 0 only delays the deliveries (tests: the NCCL
+// engine's lag on CPUs).
 class HostCallTimer final : public CallTimer {
  public:
   // `engine` runs the exchange (its agree_max) and sizes it (its reserve); it outlives the timer.
-  explicit HostCallTimer(Engine& engine) : engine_(engine) {}
-  int measurement_lag() const override { return 0; }
+  explicit HostCallTimer(Engine& engine, int lag = 0) : engine_(engine), lag_(lag) {}
+  int measurement_lag() const override { return lag_; }
   void reserve_exchange(std::size_t values) override;
   void time_begin() override;
   void time_end() override;
@@ -53,6 +54,7 @@ class HostCallTimer final : public CallTimer {
 
  private:
   Engine& engine_;
+  int lag_;
   std::int64_t start_ns_ = 0;
   std::int64_t times_ns_[8] = {};  // host times of calls not taken yet
   int times_ = 0;

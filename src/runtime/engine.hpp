@@ -6,6 +6,7 @@
 // engine never keeps a timeout of its own in step by hand.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -57,9 +58,11 @@ class Engine {
   // may run on the caller's buffer and leave it undefined after an error, as MPI and Gloo do.
   virtual void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
                                 std::optional<NativeBound> bound, bool keep_buffer) = 0;
-  // Times auto's calls and runs its exchange (call_timer.hpp): a host engine returns a
-  // HostCallTimer over its agree_max; a GPU engine times its stream.
-  virtual CallTimer& timer() = 0;
+  // A timer for one auto configuration (call_timer.hpp): times its calls and runs its exchange.
+  // A host engine returns a HostCallTimer over its agree_max; a GPU engine times its stream.
+  // One per configuration, never shared: with a lag, a configuration leaves its last calls
+  // untaken when the next call is another configuration's (docs/auto.md "Lags").
+  virtual std::unique_ptr<CallTimer> make_timer() = 0;
 
   // ---- defaults --------------------------------------------------------------------------------
   // Called when an auto configuration is created: size whatever a bounded native of

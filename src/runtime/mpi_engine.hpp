@@ -40,7 +40,7 @@ class MpiEngine final : public Engine {
   // MPI_Iallreduce, in the engine's staging memory (see below).
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                         std::optional<NativeBound> bound, bool keep_buffer) override;
-  CallTimer& timer() override { return timer_; }  // a host engine: the host clock
+  std::unique_ptr<CallTimer> make_timer() override { return std::make_unique<HostCallTimer>(*this); }  // the host clock
   void reserve(std::size_t native_bytes, bool native_keeps_buffer, std::size_t agreement_values) override;
   const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
   CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
@@ -70,7 +70,6 @@ class MpiEngine final : public Engine {
   std::size_t native_stage_bytes_ = 0;
   MPI_Request native_pending_ = MPI_REQUEST_NULL;
   IallreduceAlgorithmChoice iallreduce_algorithm_;  // Rabenseifner for auto's MPI_Iallreduce
-  HostCallTimer timer_{*this};
 
   // Larger in-place messages with a kept buffer (keeps_buffer) run into the staging buffer too.
   void reserve_native(std::size_t bytes, bool keeps_buffer);

@@ -48,7 +48,7 @@ class UcxEngine final : public Engine {
   // The callback, bounded by its own engine's timeout: auto's bound needs nothing more.
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                         std::optional<NativeBound> bound, bool keep_buffer) override;
-  CallTimer& timer() override { return timer_; }  // a host engine: the host clock
+  std::unique_ptr<CallTimer> make_timer() override { return std::make_unique<HostCallTimer>(*this); }  // the host clock
   void reserve(std::size_t, bool, std::size_t agreement_values) override {
     agreement_scratch_.reserve(2 * agreement_values);  // transport_max: the running max and a receive
   }
@@ -64,7 +64,6 @@ class UcxEngine final : public Engine {
   NativeAllreduce native_;
   BuffersOnError buffers_;
   std::vector<std::int64_t> agreement_scratch_;  // transport_max's messages; alive as long as the engine
-  HostCallTimer timer_{*this};
 };
 
 }  // namespace stragglar::detail

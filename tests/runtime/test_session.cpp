@@ -385,6 +385,47 @@ TEST(Session, AnAutoConfigurationFirstCalledOutOfPlaceMakesItsInPlaceMemoryAtIts
   }
 }
 
+// ---- auto with a lagged timer (the NCCL engine's lag) ------------------------------------------------
+TEST(Session, AutoWithALaggedTimerKeepsEachConfigurationsTimesApart) {
+  // The first GPU run (H100, 2026-11-27): a timer shared by every configuration of an engine,
+  // with the NCCL engine's lag of 2, overflowed after four switches of configuration ("more timed
+  // calls than the lag allows") and handed one configuration's times to the next. Here the same
+  // pattern, configurations interleaved call by call, on CPUs with the lag of 2.
+  const int n = 4;
+  const std::size_t counts[] = {1 << 12, (1 << 12) + 3, 1 << 14};
+  const DataType dtypes[] = {DataType::float32, DataType::int32};
+  const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+    e.timer_lag = 2;
+    const Options automatic = with(Algorithm::automatic);
+    for (int round = 0; round < 12; ++round)
+      for (DataType t : dtypes)
+        for (std::size_t count : counts) {
+          // Small integers: every sum is exact in float32 too.
+          std::vector<double> want(count);
+          for (std::size_t i = 0; i < count; ++i)
+            want[i] = n * (n + 1) / 2.0 + n * static_cast<double>((i + round) % 5);
+          if (t == DataType::float32) {
+            std::vector<float> buf(count);
+            for (std::size_t i = 0; i < count; ++i) buf[i] = static_cast<float>(r + 1 + (i + round) % 5);
+            s.allreduce(buf.data(), buf.data(), count, t, ReduceOp::sum, automatic);
+            for (std::size_t i = 0; i < count; ++i)
+              if (buf[i] != want[i]) FAIL() << "float32 count " << count << " round " << round << " [" << i << "]";
+          } else {
+            std::vector<std::int32_t> buf(count);
+            for (std::size_t i = 0; i < count; ++i) buf[i] = static_cast<std::int32_t>(r + 1 + (i + round) % 5);
+            s.allreduce(buf.data(), buf.data(), count, t, ReduceOp::sum, automatic);
+            for (std::size_t i = 0; i < count; ++i)
+              if (buf[i] != want[i]) FAIL() << "int32 count " << count << " round " << round << " [" << i << "]";
+          }
+        }
+    const StragglerReport report = s.auto_report();
+    EXPECT_TRUE(report.active);
+    EXPECT_GE(report.calls, 12);
+    EXPECT_GE(report.decisions, 1) << "exchanges delivered with the lag";
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
 // ---- scratch grows geometrically ---------------------------------------------------------------------
 TEST(Session, ScratchGrowsGeometricallyWithAscendingCounts) {
   const int n = 2;

@@ -112,7 +112,12 @@ class ThreadEngine final : public detail::Engine {
   BuffersOnError buffers = BuffersOnError::session_restores;
   BuffersOnError buffers_on_error() const override { return buffers; }
   long device_allocations() const { return device_.allocations; }
-  detail::CallTimer& timer() override { return timer_; }  // a host engine: the host clock
+  // The host clock; `timer_lag` > 0 delivers times and exchanges that many calls late, as the
+  // NCCL engine's timer does (lag 2), so that auto's lag handling is tested on CPUs.
+  int timer_lag = 0;
+  std::unique_ptr<detail::CallTimer> make_timer() override {
+    return std::make_unique<detail::HostCallTimer>(*this, timer_lag);
+  }
   // The largest native staging asked for with a kept buffer (Engine::reserve's native_keeps_buffer).
   std::size_t native_keep_reserved = 0;
   void reserve(std::size_t native_bytes, bool native_keeps_buffer, std::size_t agreement_values) override {
@@ -139,7 +144,6 @@ class ThreadEngine final : public detail::Engine {
   int rank_;
   ThreadTransport transport_;
   CountingCpuDevice device_;
-  detail::HostCallTimer timer_{*this};
 };
 
 }  // namespace stragglar::testing
