@@ -37,25 +37,28 @@ detail::NcclSession& session_for(ncclComm_t comm) {
   require(comm != nullptr, "stragglarNcclAllReduce: comm is a null ncclComm_t, expected a communicator");
   std::lock_guard<std::mutex> lock(g_mutex);
   auto& m = sessions();
-  const auto it = m.find(comm);
+  auto it = m.find(comm);
   int rank = 0, nranks = 0, device = 0;
-  const bool queried = ncclCommUserRank(comm, &rank) == ncclSuccess && ncclCommCount(comm, &nranks) == ncclSuccess &&
-                       ncclCommCuDevice(comm, &device) == ncclSuccess;
-  if (it != m.end()) {
-    detail::NcclSession& known = *it->second;
-    if (!queried && known.broken()) return known;
-    if (queried && known.session().rank() == rank && known.session().nranks() == nranks &&
-        known.engine().device_id() == device)
-      return known;
-    if (queried) {
-      (void)it->second.release();
-      m.erase(it);
+  ncclResult_t q = ncclCommUserRank(comm, &rank);
+  if (q == ncclSuccess) q = ncclCommCount(comm, &nranks);
+  if (q == ncclSuccess) q = ncclCommCuDevice(comm, &device);
+  if (q != ncclSuccess) {
+    if (it != m.end() && it->second->broken()) return *it->second;  // fails with its first error
+    try {
+      cuda::throw_nccl(q, "ncclCommUserRank/ncclCommCount/ncclCommCuDevice(comm)");
+    } catch (const Error& e) {
+      // A communicator in error (not one still initialising): its GPU work may never finish, so
+      // the session is broken, and released by leaking it (nccl_comm_release).
+      if (it != m.end() && q != ncclInProgress) it->second->session().mark_broken(e);
+      throw;
     }
   }
-  if (!queried) {  // again, for NCCL's own error and message
-    STRAGGLAR_NCCL_CHECK(ncclCommUserRank(comm, &rank));
-    STRAGGLAR_NCCL_CHECK(ncclCommCount(comm, &nranks));
-    STRAGGLAR_NCCL_CHECK(ncclCommCuDevice(comm, &device));
+  if (it != m.end()) {
+    detail::NcclSession& known = *it->second;
+    if (known.session().rank() == rank && known.session().nranks() == nranks && known.engine().device_id() == device)
+      return known;
+    (void)it->second.release();
+    m.erase(it);
   }
   return *m.emplace(comm, std::make_unique<detail::NcclSession>(comm, detail::env().timeout_s)).first->second;
 }

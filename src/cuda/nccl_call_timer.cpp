@@ -8,10 +8,22 @@
 
 namespace stragglar::detail {
 
+bool NcclCallTimer::busy() const noexcept {
+  const bool exchanging = exchange_pending_ && cudaEventQuery(exchanged_) != cudaSuccess;
+  const bool timing = timed_ > 0 && cudaEventQuery(ends_[(timed_ - 1) % kTimers]) != cudaSuccess;
+  cuda::clear_not_ready();  // not the caller's error
+  return exchanging || timing;
+}
+
 NcclCallTimer::~NcclCallTimer() {
-  // An exchange begun and not ended (or timed out) may still write these: keep them. (A broken
-  // session is never destroyed: its owner leaks it, NcclSession::broken.)
-  if (exchange_pending_) return;
+  // Work of ours the stream has not finished (an exchange begun and not ended, a peer that died
+  // after the last call) may still use these, and cudaFree would wait for it without bound: keep
+  // them, and tell the engine to keep its own. (A broken session is never destroyed: its owner
+  // leaks it, NcclSession::broken.)
+  if (busy()) {
+    ++left_busy_;
+    return;
+  }
   if (xhost_ != nullptr) (void)cudaFreeHost(xhost_);
   if (xdev_ != nullptr) (void)cudaFree(xdev_);
   for (int i = 0; i < kTimers; ++i) {
@@ -21,14 +33,30 @@ NcclCallTimer::~NcclCallTimer() {
   if (exchanged_ != nullptr) (void)cudaEventDestroy(exchanged_);
 }
 
+void NcclCallTimer::reserve_exchange(std::size_t values) {
+  for (int i = 0; i < kTimers; ++i)
+    if (starts_[i] == nullptr) {
+      STRAGGLAR_CUDA_CHECK(cudaEventCreate(&starts_[i]));
+      STRAGGLAR_CUDA_CHECK(cudaEventCreate(&ends_[i]));
+    }
+  if (exchanged_ == nullptr) STRAGGLAR_CUDA_CHECK(cudaEventCreateWithFlags(&exchanged_, cudaEventDisableTiming));
+  if (values > xcapacity_) {
+    if (xhost_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFreeHost(xhost_));
+    if (xdev_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFree(xdev_));
+    xhost_ = xdev_ = nullptr;
+    xcapacity_ = 0;
+    const std::size_t bytes = values * sizeof(std::int64_t);
+    STRAGGLAR_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&xhost_), bytes));
+    STRAGGLAR_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&xdev_), bytes));
+    xcapacity_ = values;
+  }
+}
+
 void NcclCallTimer::time_begin() {
   if (timed_ - taken_ >= kTimers)
     throw Error(ErrorCode::Internal, "NcclCallTimer: more timed calls than the lag allows");
   const int i = timed_ % kTimers;
-  if (starts_[i] == nullptr) {
-    STRAGGLAR_CUDA_CHECK(cudaEventCreate(&starts_[i]));
-    STRAGGLAR_CUDA_CHECK(cudaEventCreate(&ends_[i]));
-  }
+  if (starts_[i] == nullptr) throw Error(ErrorCode::Internal, "NcclCallTimer: reserve_exchange was not called");
   STRAGGLAR_CUDA_CHECK(cudaEventRecord(starts_[i], transport_.stream()));
 }
 
@@ -49,16 +77,8 @@ double NcclCallTimer::take_time(double timeout_s) {
 
 void NcclCallTimer::exchange_begin(std::span<std::int64_t> values, double timeout_s) {
   const std::size_t bytes = values.size() * sizeof(std::int64_t);
-  if (values.size() > xcapacity_) {
-    if (xhost_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFreeHost(xhost_));
-    if (xdev_ != nullptr) STRAGGLAR_CUDA_CHECK(cudaFree(xdev_));
-    xhost_ = xdev_ = nullptr;
-    xcapacity_ = 0;
-    STRAGGLAR_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&xhost_), bytes));
-    STRAGGLAR_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&xdev_), bytes));
-    xcapacity_ = values.size();
-  }
-  if (exchanged_ == nullptr) STRAGGLAR_CUDA_CHECK(cudaEventCreateWithFlags(&exchanged_, cudaEventDisableTiming));
+  if (values.size() > xcapacity_ || exchanged_ == nullptr)
+    throw Error(ErrorCode::Internal, "NcclCallTimer: an exchange larger than reserve_exchange made room for");
   const cudaStream_t stream = transport_.stream();
   std::copy(values.begin(), values.end(), xhost_);
   exchange_pending_ = true;  // from here on the stream may write xhost_/xdev_: never free them under it

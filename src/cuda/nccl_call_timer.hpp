@@ -18,16 +18,20 @@ namespace stragglar::detail {
 
 class NcclCallTimer final : public CallTimer {
  public:
-  // Works on `transport`'s current stream (the call's); comm and transport outlive the timer.
-  NcclCallTimer(ncclComm_t comm, NcclTransport& transport) : comm_(comm), transport_(transport) {}
+  // Works on `transport`'s current stream (the call's); comm, transport and `left_busy` (the
+  // engine's count of timers destroyed with GPU work of theirs unfinished: the engine then keeps
+  // its own memory too) outlive the timer.
+  NcclCallTimer(ncclComm_t comm, NcclTransport& transport, int& left_busy)
+      : comm_(comm), transport_(transport), left_busy_(left_busy) {}
   ~NcclCallTimer() override;
   NcclCallTimer(const NcclCallTimer&) = delete;
   NcclCallTimer& operator=(const NcclCallTimer&) = delete;
 
   static constexpr int kMeasurementLag = 2;
   int measurement_lag() const override { return kMeasurementLag; }
-  // The exchange's pinned and device buffers are made at its first use, on the call's device.
-  void reserve_exchange(std::size_t) override {}
+  // Every event and the exchange's pinned and device buffers, made now (the configuration's
+  // first call, on the communicator's device): later calls allocate nothing.
+  void reserve_exchange(std::size_t values) override;
   void time_begin() override;
   void time_end() override;
   double take_time(double timeout_s) override;
@@ -35,8 +39,12 @@ class NcclCallTimer final : public CallTimer {
   void exchange_end(std::span<std::int64_t> values, double timeout_s) override;
 
  private:
+  // Whether the stream may still run work that uses this timer's events or buffers.
+  bool busy() const noexcept;
+
   ncclComm_t comm_;
   NcclTransport& transport_;
+  int& left_busy_;
   // Timing events of the calls not taken yet (a ring).
   static constexpr int kTimers = 8;
   cudaEvent_t starts_[kTimers] = {};

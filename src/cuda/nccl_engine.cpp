@@ -40,7 +40,9 @@ NcclEngine::NcclEngine(ncclComm_t comm, int device, double timeout_s)
 NcclEngine::~NcclEngine() {
   // The frees of the Session's scratch were enqueued there; they still run after this.
   if (own_stream_ != nullptr) (void)cudaStreamDestroy(own_stream_);
-  if (pending_) return;  // a timed-out agreement may still write these: keep them
+  // A timed-out agreement may still write these, or a timer's unfinished work says the stream
+  // has not finished (cudaFree would wait for it without bound): keep them.
+  if (pending_ || timers_left_busy_ > 0) return;
   if (host_ != nullptr) (void)cudaFreeHost(host_);
   if (dev_ != nullptr) (void)cudaFree(dev_);
   (void)cudaEventDestroy(call_done_);

@@ -37,7 +37,9 @@ class NcclEngine final : public Engine {
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
                         std::optional<NativeBound> bound, bool keep_buffer) override;
   // CUDA events, the exchange on the stream (lag 2).
-  std::unique_ptr<CallTimer> make_timer() override { return std::make_unique<NcclCallTimer>(comm_, transport_); }
+  std::unique_ptr<CallTimer> make_timer() override {
+    return std::make_unique<NcclCallTimer>(comm_, transport_, timers_left_busy_);
+  }
   // A failed call's stream may never finish (a hung NCCL kernel): a restore enqueued after it
   // could not run, and the buffer stays a target. As NCCL: undefined after an error.
   BuffersOnError buffers_on_error() const override { return BuffersOnError::undefined; }
@@ -67,6 +69,7 @@ class NcclEngine final : public Engine {
   std::int64_t* dev_ = nullptr;
   std::size_t capacity_ = 0;
   bool pending_ = false;  // a timed-out agreement may still write host_/dev_
+  int timers_left_busy_ = 0;  // auto timers destroyed with GPU work unfinished (NcclCallTimer)
   cudaStream_t own_stream_ = nullptr;  // prepare_release()'s
 };
 

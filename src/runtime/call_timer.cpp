@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <string>
 
 #include "runtime/engine.hpp"
 #include "stragglar/error.hpp"
@@ -17,6 +18,12 @@ std::int64_t now_ns() {
 }
 
 }  // namespace
+
+HostCallTimer::HostCallTimer(Engine& engine, int lag) : engine_(engine), lag_(lag) {
+  if (lag < 0 || lag > kMaxLag)
+    throw Error(ErrorCode::Internal, "HostCallTimer: lag " + std::to_string(lag) + ", expected 0 to " +
+                                         std::to_string(kMaxLag));
+}
 
 void HostCallTimer::reserve_exchange(std::size_t values) {
   exchanged_.reserve(values);

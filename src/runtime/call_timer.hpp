@@ -43,7 +43,9 @@ class CallTimer {
 class HostCallTimer final : public CallTimer {
  public:
   // `engine` runs the exchange (its agree_max) and sizes it (its reserve); it outlives the timer.
-  explicit HostCallTimer(Engine& engine, int lag = 0) : engine_(engine), lag_(lag) {}
+  // Throws Error(Internal) for a lag outside [0, kMaxLag].
+  explicit HostCallTimer(Engine& engine, int lag = 0);
+  static constexpr int kMaxLag = 7;  // times_ns_ holds the calls not taken yet
   int measurement_lag() const override { return lag_; }
   void reserve_exchange(std::size_t values) override;
   void time_begin() override;
@@ -56,7 +58,7 @@ class HostCallTimer final : public CallTimer {
   Engine& engine_;
   int lag_;
   std::int64_t start_ns_ = 0;
-  std::int64_t times_ns_[8] = {};  // host times of calls not taken yet
+  std::int64_t times_ns_[kMaxLag + 1] = {};  // host times of calls not taken yet
   int times_ = 0;
   std::vector<std::int64_t> exchanged_;  // the exchange's result, until exchange_end
 };

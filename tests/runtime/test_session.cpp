@@ -426,6 +426,32 @@ TEST(Session, AutoWithALaggedTimerKeepsEachConfigurationsTimesApart) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
 }
 
+TEST(Session, AutoWithALaggedTimerKeepsEachConfigurationsLateRankApart) {
+  // Two configurations called in turn, rank 3 late only to the first: with the lag of 2, a timer
+  // shared by both would hand the first's times (rank 3's gap) to the second.
+  const int n = 4, late = 3;
+  const std::size_t count_a = 1 << 14, count_b = (1 << 14) + 3;
+  std::vector<int> late_a(n), late_b(n);
+  const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+    e.timer_lag = 2;
+    const Options automatic = with(Algorithm::automatic);
+    std::vector<float> a(count_a, 1.0f), b(count_b, 1.0f);
+    for (int round = 0; round < 16; ++round) {
+      if (r == late) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      s.allreduce(a.data(), a.data(), count_a, DataType::float32, ReduceOp::max, automatic);
+      late_a[static_cast<std::size_t>(r)] = s.auto_report().late_rank;
+      s.allreduce(b.data(), b.data(), count_b, DataType::float32, ReduceOp::max, automatic);
+      late_b[static_cast<std::size_t>(r)] = s.auto_report().late_rank;
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    EXPECT_EQ(errors[i], "") << "rank " << r;
+    EXPECT_EQ(late_a[i], late) << "rank " << r << ": the configuration rank 3 is late to";
+    EXPECT_EQ(late_b[i], -1) << "rank " << r << ": the configuration nobody is late to";
+  }
+}
+
 // ---- scratch grows geometrically ---------------------------------------------------------------------
 TEST(Session, ScratchGrowsGeometricallyWithAscendingCounts) {
   const int n = 2;
