@@ -36,6 +36,8 @@ class NcclEngine final : public Engine {
   // so auto's bound needs nothing more.
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
                         std::optional<NativeBound> bound, bool keep_buffer) override;
+  // ncclAllReduce first (docs/gpu.md "First run: what it found").
+  bool auto_starts_with_native() const override { return true; }
   // CUDA events, the exchange on the stream (lag 2).
   std::unique_ptr<CallTimer> make_timer() override {
     return std::make_unique<NcclCallTimer>(comm_, transport_, timers_left_busy_);

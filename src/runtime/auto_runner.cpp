@@ -122,7 +122,7 @@ namespace {
 
 // The policy of one configuration: the model (two simulations per algorithm, at its first use),
 // the period, and one call per exchange when an exchange is cheap beside a call.
-StragglerPolicy make_policy(int lag, int nranks, std::size_t bytes, const Options& base) {
+StragglerPolicy make_policy(int lag, bool start_with_native, int nranks, std::size_t bytes, const Options& base) {
   PolicyConfig pc;
   pc.nranks = nranks;
   pc.bytes = bytes;
@@ -131,6 +131,7 @@ StragglerPolicy make_policy(int lag, int nranks, std::size_t bytes, const Option
   pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
   pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
   pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
+  pc.start_with_native = start_with_native;
   // Hosts, for hierarchical (issue #23): only what the cost model says (CostModel::ranks_per_host,
   // the option); the runtime does not ask the launcher which ranks share a host.
   pc.ranks_per_host = base.cost->ranks_per_host;
@@ -146,7 +147,8 @@ AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, st
                        const Options& o, AutoHost& host)
     : timer_(engine.make_timer()), api_(api), rank_(rank), nranks_(nranks),
       options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
-      policy_(make_policy(timer_->measurement_lag(), nranks, count * size_of(dtype), options_)) {
+      policy_(make_policy(timer_->measurement_lag(), engine.auto_starts_with_native(), nranks, count * size_of(dtype),
+                          options_)) {
   const std::vector<Algorithm>& candidates = policy_.config().candidates;
   may_run_native_ = std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end();
   exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));

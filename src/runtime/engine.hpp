@@ -78,6 +78,11 @@ class Engine {
   // env().cost, is the GPU model; host engines return host_engine_auto_cost_model(). The same
   // on every rank (every rank has the same engine); agreed with each auto configuration.
   virtual CostModel auto_cost_model() const { return env().cost; }
+  // Whether auto starts with this engine's native and keeps it until a schedule is measured
+  // faster (PolicyConfig::start_with_native): NCCL's, whose collective beats every schedule of
+  // point-to-point rounds when nobody is late. Host engines start with the model's best (on the
+  // 2-core VM Ring beats MPI_Allreduce by 6-12 % with nobody late, docs/auto.md).
+  virtual bool auto_starts_with_native() const { return false; }
   // How a call in place that raises leaves the caller's buffer (issue #22 class 6;
   // STRAGGLAR_KEEP_BUFFERS=1, the default, asks for "as it was"; out of place, sendbuf is never
   // written and recvbuf is undefined after an error, as in MPI):

@@ -174,6 +174,9 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
     const double p = predict(choice_of(static_cast<int>(k)), 0.0);
     if (p < best) best = p, incumbent_ = static_cast<int>(k);
   }
+  if (c.start_with_native)
+    for (std::size_t k = 0; k < cands_.size(); ++k)
+      if (cands_[k].algorithm == Algorithm::native) incumbent_ = static_cast<int>(k);
   // A candidate without a model of its own (native: no schedule to simulate) cannot be ranked
   // by the model: the first call measures it (the core's first call, which pays first-use costs
   // anyway), so that it is kept or ruled out by what it costs on this host, not explored later.

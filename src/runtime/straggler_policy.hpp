@@ -83,6 +83,11 @@ struct PolicyConfig {
   // The first call follows a synchronisation (the core's agreement of a new configuration):
   // nobody is late in it, so it counts for no vote and measures only straggler-agnostic choices.
   bool first_call_synchronised = false;
+  // Start with the engine's native (a candidate) instead of the model's best, and keep it until a
+  // schedule is measured faster: the GPU engines' choice, where the native collective
+  // (ncclAllReduce: many channels, fused reduction) beats every schedule of point-to-point rounds
+  // when nobody is late, and is what the user would run anyway.
+  bool start_with_native = false;
   // The straggler StragglAR is told until a late rank is measured (the caller's hint,
   // Options::straggler); -1: rank nranks-1.
   int initial_straggler = -1;

@@ -452,6 +452,34 @@ TEST(Session, AutoWithALaggedTimerKeepsEachConfigurationsLateRankApart) {
   }
 }
 
+TEST(Session, AnEngineThatStartsWithNativeGetsNativeUntilMeasurementsSayOtherwise) {
+  // Engine::auto_starts_with_native (NCCL's) reaches the policy: the first calls run native,
+  // where a host engine's run the model's best after the first.
+  const int n = 4;
+  const std::size_t count = 1 << 16;
+  for (bool native_first : {true, false}) {
+    std::vector<std::vector<Algorithm>> ran(n);
+    const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+      e.starts_with_native = native_first;
+      std::vector<float> buf(count, 1.0f);
+      for (int i = 0; i < 3; ++i) {
+        s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::max, with(Algorithm::automatic));
+        ran[static_cast<std::size_t>(r)].push_back(s.last_choice().algorithm);
+      }
+    });
+    for (int r = 0; r < n; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      EXPECT_EQ(errors[i], "") << "rank " << r;
+      ASSERT_EQ(ran[i].size(), 3u);
+      EXPECT_EQ(ran[i][0], Algorithm::native) << "rank " << r << ": the first call measures native either way";
+      if (native_first)
+        EXPECT_EQ(ran[i][1], Algorithm::native) << "rank " << r;
+      else
+        EXPECT_NE(ran[i][1], Algorithm::native) << "rank " << r << ": the model's best";
+    }
+  }
+}
+
 // ---- scratch grows geometrically ---------------------------------------------------------------------
 TEST(Session, ScratchGrowsGeometricallyWithAscendingCounts) {
   const int n = 2;

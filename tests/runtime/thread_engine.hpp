@@ -115,6 +115,9 @@ class ThreadEngine final : public detail::Engine {
   // The host clock; `timer_lag` > 0 delivers times and exchanges that many calls late, as the
   // NCCL engine's timer does (lag 2), so that auto's lag handling is tested on CPUs.
   int timer_lag = 0;
+  // Engine::auto_starts_with_native (the NCCL engine's true), for the plumbing's test.
+  bool starts_with_native = false;
+  bool auto_starts_with_native() const override { return starts_with_native; }
   std::unique_ptr<detail::CallTimer> make_timer() override {
     return std::make_unique<detail::HostCallTimer>(*this, timer_lag);
   }
