@@ -47,9 +47,13 @@ detail::NcclSession& session_for(ncclComm_t comm) {
     try {
       cuda::throw_nccl(q, "ncclCommUserRank/ncclCommCount/ncclCommCuDevice(comm)");
     } catch (const Error& e) {
-      // A communicator in error (not one still initialising): its GPU work may never finish, so
+      // A communicator in error (ncclCommGetAsyncError says so; a query also fails while an
+      // operation is still in progress, which breaks nothing): its GPU work may never finish, so
       // the session is broken, and released by leaking it (nccl_comm_release).
-      if (it != m.end() && q != ncclInProgress) it->second->session().mark_broken(e);
+      ncclResult_t async = ncclSuccess;
+      if (it != m.end() && ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess &&
+          async != ncclInProgress)
+        it->second->session().mark_broken(e);
       throw;
     }
   }

@@ -12,7 +12,9 @@ bool NcclCallTimer::busy() const noexcept {
   const bool exchanging = exchange_pending_ && cudaEventQuery(exchanged_) != cudaSuccess;
   const bool timing = timed_ > 0 && cudaEventQuery(ends_[(timed_ - 1) % kTimers]) != cudaSuccess;
   cuda::clear_not_ready();  // not the caller's error
-  return exchanging || timing;
+  // A timed-out agreement of the engine (a new configuration's first call, this timer just made)
+  // may never finish: cudaFree would wait for it.
+  return exchanging || timing || engine_pending_;
 }
 
 NcclCallTimer::~NcclCallTimer() {

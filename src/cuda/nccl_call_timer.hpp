@@ -18,11 +18,12 @@ namespace stragglar::detail {
 
 class NcclCallTimer final : public CallTimer {
  public:
-  // Works on `transport`'s current stream (the call's); comm, transport and `left_busy` (the
-  // engine's count of timers destroyed with GPU work of theirs unfinished: the engine then keeps
-  // its own memory too) outlive the timer.
-  NcclCallTimer(ncclComm_t comm, NcclTransport& transport, int& left_busy)
-      : comm_(comm), transport_(transport), left_busy_(left_busy) {}
+  // Works on `transport`'s current stream (the call's); comm, transport, `engine_pending` (the
+  // engine's timed-out agreement may still run on the stream) and `left_busy` (the engine's count
+  // of timers destroyed with GPU work unfinished: the engine then keeps its own memory too)
+  // outlive the timer.
+  NcclCallTimer(ncclComm_t comm, NcclTransport& transport, const bool& engine_pending, int& left_busy)
+      : comm_(comm), transport_(transport), engine_pending_(engine_pending), left_busy_(left_busy) {}
   ~NcclCallTimer() override;
   NcclCallTimer(const NcclCallTimer&) = delete;
   NcclCallTimer& operator=(const NcclCallTimer&) = delete;
@@ -44,6 +45,7 @@ class NcclCallTimer final : public CallTimer {
 
   ncclComm_t comm_;
   NcclTransport& transport_;
+  const bool& engine_pending_;
   int& left_busy_;
   // Timing events of the calls not taken yet (a ring).
   static constexpr int kTimers = 8;

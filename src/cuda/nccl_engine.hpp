@@ -40,7 +40,7 @@ class NcclEngine final : public Engine {
   bool auto_starts_with_native() const override { return true; }
   // CUDA events, the exchange on the stream (lag 2).
   std::unique_ptr<CallTimer> make_timer() override {
-    return std::make_unique<NcclCallTimer>(comm_, transport_, timers_left_busy_);
+    return std::make_unique<NcclCallTimer>(comm_, transport_, pending_, timers_left_busy_);
   }
   // A failed call's stream may never finish (a hung NCCL kernel): a restore enqueued after it
   // could not run, and the buffer stays a target. As NCCL: undefined after an error.
