@@ -427,11 +427,14 @@ TEST(Session, AutoWithALaggedTimerKeepsEachConfigurationsTimesApart) {
 }
 
 TEST(Session, AutoWithALaggedTimerKeepsEachConfigurationsLateRankApart) {
-  // Two configurations called in turn, rank 3 late only to the first: with the lag of 2, a timer
-  // shared by both would hand the first's times (rank 3's gap) to the second.
+  // Two configurations called in turn, rank 3 30 ms late only to the first: with the lag of 2, a
+  // timer shared by both would hand the first's times (rank 3's gap) and exchanges to the second.
+  // The second may still name a rank that the scheduler made late by chance (4 threads on shared
+  // cores), but never rank 3 by anything near 30 ms.
   const int n = 4, late = 3;
   const std::size_t count_a = 1 << 14, count_b = (1 << 14) + 3;
   std::vector<int> late_a(n), late_b(n);
+  std::vector<double> delay_b(n);
   const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
     e.timer_lag = 2;
     const Options automatic = with(Algorithm::automatic);
@@ -442,13 +445,15 @@ TEST(Session, AutoWithALaggedTimerKeepsEachConfigurationsLateRankApart) {
       late_a[static_cast<std::size_t>(r)] = s.auto_report().late_rank;
       s.allreduce(b.data(), b.data(), count_b, DataType::float32, ReduceOp::max, automatic);
       late_b[static_cast<std::size_t>(r)] = s.auto_report().late_rank;
+      delay_b[static_cast<std::size_t>(r)] = s.auto_report().delay_s;
     }
   });
   for (int r = 0; r < n; ++r) {
     const auto i = static_cast<std::size_t>(r);
     EXPECT_EQ(errors[i], "") << "rank " << r;
     EXPECT_EQ(late_a[i], late) << "rank " << r << ": the configuration rank 3 is late to";
-    EXPECT_EQ(late_b[i], -1) << "rank " << r << ": the configuration nobody is late to";
+    EXPECT_FALSE(late_b[i] == late && delay_b[i] >= 0.010)
+        << "rank " << r << ": the configuration nobody is late to names rank 3, " << delay_b[i] << " s late";
   }
 }
 
