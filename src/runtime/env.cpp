@@ -51,9 +51,11 @@ Env read_env() {
     const std::string s = v;
     if (s == "INFO" || s == "info")
       e.debug_info = true;
+    else if (s == "TRACE" || s == "trace")
+      e.debug_info = e.debug_trace = true;
     else if (s != "WARN" && s != "warn" && s != "NONE" && s != "none")
       throw Error(ErrorCode::InvalidUsage,
-                  "STRAGGLAR_DEBUG='" + s + "' is not valid: expected INFO, WARN or NONE");
+                  "STRAGGLAR_DEBUG='" + s + "' is not valid: expected TRACE, INFO, WARN or NONE");
   }
   if (const char* v = get("STRAGGLAR_VERIFY")) e.verify = zero_or_one("STRAGGLAR_VERIFY", v);
   if (const char* v = get("STRAGGLAR_KEEP_BUFFERS")) e.keep_buffers = zero_or_one("STRAGGLAR_KEEP_BUFFERS", v);
@@ -116,7 +118,7 @@ Env read_env() {
 
 std::string Env::to_string() const {
   return "STRAGGLAR_TIMEOUT_S=" + fmt(timeout_s) +
-         " STRAGGLAR_DEBUG=" + (debug_info ? "INFO" : "WARN") +
+         " STRAGGLAR_DEBUG=" + (debug_trace ? "TRACE" : debug_info ? "INFO" : "WARN") +
          " STRAGGLAR_VERIFY=" + (verify ? "1" : "0") +
          " STRAGGLAR_KEEP_BUFFERS=" + (keep_buffers ? "1" : "0") +
          " STRAGGLAR_MAX_MESSAGE_BYTES=" + std::to_string(max_message_bytes) +
@@ -142,6 +144,14 @@ const Env& env() {
     return read;
   }();
   return e;
+}
+
+double cleanup_timeout_s() noexcept {
+  try {
+    return env().timeout_s;
+  } catch (...) {
+    return Env{}.timeout_s;
+  }
 }
 
 }  // namespace stragglar::detail

@@ -31,6 +31,7 @@ namespace stragglar::detail {
 struct Env {
   double timeout_s = 60.0;
   bool debug_info = false;
+  bool debug_trace = false;  // STRAGGLAR_DEBUG=TRACE: INFO, and every decision of auto with its estimates
   bool verify = true;
   bool keep_buffers = true;
   CostModel cost;
@@ -47,5 +48,8 @@ struct Env {
 
 // Read on first use (thread-safe); throws Error(InvalidUsage) naming a malformed variable.
 const Env& env();
+// STRAGGLAR_TIMEOUT_S for cleanup (destructors, MPI_Finalize's callbacks), which must not throw:
+// the default when the environment does not read (its error already reached the failed call).
+double cleanup_timeout_s() noexcept;
 
 }  // namespace stragglar::detail

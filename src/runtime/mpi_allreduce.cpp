@@ -55,14 +55,14 @@ struct CommState {
     }
     // At least a second even under a tiny STRAGGLAR_TIMEOUT_S: an idup every rank has posted
     // needs a few progress rounds.
-    const double timeout_s = std::max(detail::env().timeout_s, 1.0);
+    const double timeout_s = std::max(detail::cleanup_timeout_s(), 1.0);
     // The idup runs on the user's communicator, which is freed right after this (we are its
     // attribute's delete callback), and Open MPI's idup does not keep it alive: progressing
     // the idup afterwards, once the late rank joins, crashes (SIGSEGV in
     // mca_pml_ob1_recv_req_start from libnbc, issue #22). So it gets longer here: twice the
     // timeout + 2 s. A rank later still than that can crash this one's MPI (documented in
     // docs/reliability.md); one that never comes cannot.
-    if (!detail::settle_request(idup, 2 * detail::env().timeout_s + 2.0)) {
+    if (!detail::settle_request(idup, 2 * detail::cleanup_timeout_s() + 2.0)) {
       (void)engine.release();
       return;  // the idup's new communicator never came to exist: nothing to free
     }
@@ -115,7 +115,7 @@ int finalize_hook(MPI_Comm, int, void*, void*) {
     std::lock_guard<std::mutex> lock(g_comm_mutex);
     orphans.swap(g_orphans);
   }
-  const double deadline = MPI_Wtime() + std::max(3 * detail::env().timeout_s, 3.0);
+  const double deadline = MPI_Wtime() + std::max(3 * detail::cleanup_timeout_s(), 3.0);
   for (Orphan& o : orphans) {
     if (!o.engine->settle(std::max(deadline - MPI_Wtime(), 0.0))) {
       (void)o.engine.release();

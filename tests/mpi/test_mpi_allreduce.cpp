@@ -819,6 +819,27 @@ int cluster(int per_host) {
   return 0;
 }
 
+// A malformed STRAGGLAR_* variable (run with STRAGGLAR_DEBUG=bogus): every call fails with
+// InvalidUsage naming the variable and leaves the buffers untouched, the program goes on with
+// MPI, and MPI_Finalize (whose callback frees stragglar's communicator state and reads the
+// timeout) ends cleanly instead of terminating on the same error.
+int bad_env() {
+  for (int i = 0; i < 2; ++i) {
+    std::vector<float> in(100, 1.0f), out(100, -7.0f);
+    try {
+      allreduce(in.data(), out.data(), in.size(), DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
+      fail("a malformed STRAGGLAR_DEBUG: the call succeeded");
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::InvalidUsage || std::strstr(e.what(), "STRAGGLAR_DEBUG") == nullptr)
+        fail(std::string("a malformed STRAGGLAR_DEBUG: expected InvalidUsage naming it, got ") + e.what());
+      else ++g_checked;
+    }
+    if (out != std::vector<float>(100, -7.0f) || in != std::vector<float>(100, 1.0f))
+      fail("a malformed STRAGGLAR_DEBUG: the call wrote the user's buffers");
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -842,6 +863,8 @@ int main(int argc, char** argv) {
     late_set();
   } else if (mode == "tiny_timeout") {
     tiny_timeout();
+  } else if (mode == "bad_env") {
+    bad_env();
   } else if (mode == "mismatch_known") {
     mismatch_known();
   } else if (mode == "late") {
@@ -850,7 +873,7 @@ int main(int argc, char** argv) {
     const int victim = argc > 2 ? std::atoi(argv[2]) : g_n - 1;
     stop_peer(victim, argc > 3 ? argv[3] : "", mode == "kill");
   } else {
-    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, auto_late_set, late, tiny_timeout, stop, kill\n", mode.c_str());
+    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, auto_late_set, cluster, late_set, late, tiny_timeout, mismatch_known, bad_env, stop, kill\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   long totals[2] = {g_failures, g_checked}, sums[2];
