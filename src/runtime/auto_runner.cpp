@@ -129,6 +129,7 @@ StragglerPolicy make_policy(int lag, bool start_with_native, int nranks, std::si
   // An exchange must be decided before the next one begins (at most one in flight).
   pc.period = std::max(env().auto_period, lag);
   pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
+  pc.keep_trace = env().debug_trace;
   pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
   pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
   pc.start_with_native = start_with_native;
@@ -218,6 +219,9 @@ void AutoRunner::finish_exchange(AutoHost& host, double timeout_s) {
   if (policy_.decide(exchange_) && env().debug_info && rank_ == 0)
     std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, count_,
                  to_string(dtype_), to_string(policy_.incumbent()).c_str(), policy_.last_switch_evidence().c_str());
+  if (env().debug_trace && rank_ == 0)
+    std::fprintf(stderr, "stragglar TRACE: %s n=%d auto (count=%zu %s): %s\n", api_, nranks_, count_, to_string(dtype_),
+                 policy_.last_decision_trace().c_str());
   // A late set just learned (issue #23): the plans of the candidates told it, now, outside the
   // timed data phase (at most max_late_sets sets per configuration; a set seen before is kept).
   if (policy_.target_set().data() != known_set.data())

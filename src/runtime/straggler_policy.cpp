@@ -812,7 +812,38 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     }
     evidence_ = e;
   }
+  if (config_.keep_trace) trace_decision(first);
   return changed;
+}
+
+void StragglerPolicy::trace_decision(std::int64_t first) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "calls %lld..%lld: incumbent ", static_cast<long long>(first),
+                static_cast<long long>(decided_ - 1));
+  trace_ = buf;
+  trace_ += to_string(incumbent_choice_);
+  trace_ += ", next exploration [";
+  for (std::size_t q = plan_pos_; q < plan_.size(); ++q) {
+    if (q > plan_pos_) trace_ += ", ";
+    trace_ += to_string(choice_of(plan_[q]));
+  }
+  std::snprintf(buf, sizeof buf, "], late rank %d, delay %.3f ms, noise %.1f%%, exchange every %d; estimates:", late_,
+                delay_s_ * 1e3, noise_ * 100, window_);
+  trace_ += buf;
+  for (std::size_t k = 0; k < cands_.size(); ++k) {
+    const Estimate& x = est_[k];
+    const char* sep = k + 1 < cands_.size() ? "," : "";
+    if (!std::isfinite(x.value) && !std::isfinite(x.predicted) && cands_[k].samples.empty())
+      std::snprintf(buf, sizeof buf, " %s not a candidate now%s", stragglar::to_string(cands_[k].algorithm), sep);
+    else if (!std::isfinite(x.predicted))  // native: no schedule to simulate
+      std::snprintf(buf, sizeof buf, " %s %.3f ms (%d fresh of %zu, no model)%s", stragglar::to_string(cands_[k].algorithm),
+                    x.value * 1e3, x.fresh, cands_[k].samples.size(), sep);
+    else
+      std::snprintf(buf, sizeof buf, " %s %.3f ms (%d fresh of %zu, model %.3f ms)%s",
+                    stragglar::to_string(cands_[k].algorithm), x.value * 1e3, x.fresh, cands_[k].samples.size(),
+                    x.predicted * 1e3, sep);
+    trace_ += buf;
+  }
 }
 
 }  // namespace stragglar::detail

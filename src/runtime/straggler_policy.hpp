@@ -118,6 +118,8 @@ struct PolicyConfig {
   // Build last_switch_evidence() (text, allocates); the core sets it from STRAGGLAR_DEBUG=INFO so
   // that a configuration seen before makes no heap allocation.
   bool keep_evidence = true;
+  // Build last_decision_trace() at every decision (STRAGGLAR_DEBUG=TRACE; text, allocates).
+  bool keep_trace = false;
 };
 
 // Model prediction supplied by the core: the α-β-γ simulator on the choice's schedule with the
@@ -183,6 +185,10 @@ class StragglerPolicy {
   // Why incumbent() last changed (empty before the first change, and when !keep_evidence), for
   // STRAGGLAR_DEBUG=INFO.
   const std::string& last_switch_evidence() const noexcept { return evidence_; }
+  // What the last decision saw and planned (only with config.keep_trace; else empty): the calls
+  // it covered, the incumbent, the exploration calls planned next, the late rank and noise, and
+  // every candidate's estimate (value, fresh/total measurements, the model's prediction).
+  const std::string& last_decision_trace() const noexcept { return trace_; }
   std::int64_t calls_begun() const noexcept { return begun_; }
   std::int64_t decisions() const noexcept { return decisions_; }
 
@@ -236,6 +242,7 @@ class StragglerPolicy {
                     double set_persistence);
   bool same_set(std::size_t slot, std::span<const int> set) const;
   void plan_exploration(int best);
+  void trace_decision(std::int64_t first);  // fills trace_ (config.keep_trace)
   void update_next();
 
   PolicyConfig config_;
@@ -277,6 +284,7 @@ class StragglerPolicy {
   std::vector<double> scores_;
   std::vector<Estimate> est_;
   std::string evidence_;
+  std::string trace_;
   // Scratch of decide() and its helpers, kept so that deciding allocates nothing once grown.
   struct Need {
     int candidate, calls;

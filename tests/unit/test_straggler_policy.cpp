@@ -720,6 +720,23 @@ TEST(StragglerPolicy, OneRankAndPeriodOneWork) {
   EXPECT_EQ(every.rank0().decisions(), 60);
 }
 
+// STRAGGLAR_DEBUG=TRACE: every decision says what it saw and planned; without keep_trace nothing
+// is built (a configuration seen before allocates nothing).
+TEST(StragglerPolicy, DecisionTraceOnlyWhenAskedNamingEveryCandidate) {
+  PolicyConfig c = config8();
+  c.keep_trace = true;
+  Job traced(c, model_predictor(Costs{}), 3);
+  for (int i = 0; i < 6; ++i) traced.call(World{5, 0.3}, Costs{}, Noise{});
+  const std::string t = traced.rank0().last_decision_trace();
+  EXPECT_NE(t.find("calls 5..5: incumbent stragglar(straggler 5)"), std::string::npos) << t;
+  EXPECT_NE(t.find("late rank 5"), std::string::npos) << t;
+  for (Algorithm a : c.candidates) EXPECT_NE(t.find(std::string(" ") + to_string(a) + " "), std::string::npos) << t;
+  c.keep_trace = false;
+  Job quiet(c, model_predictor(Costs{}), 3);
+  for (int i = 0; i < 6; ++i) quiet.call(World{5, 0.3}, Costs{}, Noise{});
+  EXPECT_TRUE(quiet.rank0().last_decision_trace().empty());
+}
+
 // ---- arrival patterns (issue 20; bench/patterns/ replays the same kinds on real backends) ----
 
 // One pattern kind: per timed call, every rank's delay (seconds).
