@@ -2,7 +2,8 @@
 //
 //   STRAGGLAR_TIMEOUT_S       seconds a rank waits for a peer before Error(Timeout) (default 60)
 //   STRAGGLAR_DEBUG           INFO: print this config once per process, and every new
-//                             configuration and straggler switch on a communicator's rank 0 (stderr)
+//                             configuration and straggler switch on a communicator's rank 0 (stderr);
+//                             TRACE: INFO and every decision of auto (docs/auto.md)
 //   STRAGGLAR_ALPHA_US        α of the cost model used by pipeline = auto (default CostModel{}) and by
 //                             algorithm = auto (default: its engine's, auto_cost_model.hpp)
 //   STRAGGLAR_BANDWIDTH_GBPS  1/β in GB/s (1e9 bytes/s) of that cost model
