@@ -14,11 +14,11 @@ namespace stragglar::cuda {
   throw Error(ErrorCode::SystemError, std::string(call) + " failed: " + cudaGetErrorName(e) +
                                           " (" + cudaGetErrorString(e) + ")");
 }
-[[noreturn]] inline void throw_nccl(ncclResult_t r, const char* call) {
-  throw Error(ErrorCode::SystemError, std::string(call) + " failed: ncclResult " +
-                                          std::to_string(static_cast<int>(r)) + " (" +
-                                          ncclGetErrorString(r) + ")");
+inline Error nccl_error(ncclResult_t r, const char* call) {
+  return Error(ErrorCode::SystemError, std::string(call) + " failed: ncclResult " + std::to_string(static_cast<int>(r)) +
+                                           " (" + ncclGetErrorString(r) + ")");
 }
+[[noreturn]] inline void throw_nccl(ncclResult_t r, const char* call) { throw nccl_error(r, call); }
 
 // After a cudaEventQuery/cudaStreamQuery poll answered cudaErrorNotReady: that answer is also
 // left as the thread's last error (as torch's CUDAEvent::query notes), where the caller's next

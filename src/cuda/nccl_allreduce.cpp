@@ -44,18 +44,15 @@ detail::NcclSession& session_for(ncclComm_t comm) {
   if (q == ncclSuccess) q = ncclCommCuDevice(comm, &device);
   if (q != ncclSuccess) {
     if (it != m.end() && it->second->broken()) return *it->second;  // fails with its first error
-    try {
-      cuda::throw_nccl(q, "ncclCommUserRank/ncclCommCount/ncclCommCuDevice(comm)");
-    } catch (const Error& e) {
-      // A communicator in error (ncclCommGetAsyncError says so; a query also fails while an
-      // operation is still in progress, which breaks nothing): its GPU work may never finish, so
-      // the session is broken, and released by leaking it (nccl_comm_release).
-      ncclResult_t async = ncclSuccess;
-      if (it != m.end() && ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess &&
-          async != ncclInProgress)
-        it->second->session().mark_broken(e);
-      throw;
-    }
+    const Error e = cuda::nccl_error(q, "ncclCommUserRank/ncclCommCount/ncclCommCuDevice(comm)");
+    // A communicator in error (ncclCommGetAsyncError says so; a query also fails while an
+    // operation is still in progress, which breaks nothing): its GPU work may never finish, so
+    // the session is broken, and released by leaking it (nccl_comm_release).
+    ncclResult_t async = ncclSuccess;
+    if (it != m.end() && ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess &&
+        async != ncclInProgress)
+      it->second->session().mark_broken(e);
+    throw e;
   }
   if (it != m.end()) {
     detail::NcclSession& known = *it->second;
