@@ -30,7 +30,7 @@ namespace stragglar {
 // arguments are invalid and Error(RemoteError) on the others. Later calls never wait on the
 // host. An asynchronous NCCL error (ncclCommGetAsyncError), a timeout or a CUDA/NCCL failure
 // breaks the communicator for stragglar: that call and every later one throw; release it with
-// nccl_comm_release and abort the NCCL communicator (ncclCommAbort). Not thread-safe per comm.
+// nccl_comm_abandon and abort the NCCL communicator (ncclCommAbort). Not thread-safe per comm.
 void nccl_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
                     ReduceOp op, ncclComm_t comm, cudaStream_t stream, const Options& opts = {});
 
@@ -41,6 +41,12 @@ StragglerReport nccl_straggler_report(ncclComm_t comm);
 // unknown comm. A communicator broken by a timeout keeps (leaks) the memory its pending GPU
 // work may still write.
 void nccl_comm_release(ncclComm_t comm);
+
+// Drops the cached state of `comm` without freeing its GPU memory (it leaks): before
+// ncclCommAbort, when GPU work on the communicator may never finish (a peer died, a collective
+// hangs — what an abort is usually for). Freeing (cudaFree) would wait for that work, so a
+// release there could hang the abort itself. No-op for an unknown comm.
+void nccl_comm_abandon(ncclComm_t comm);
 
 // NCCL ⟷ stragglar types. from_nccl throws Error(InvalidUsage) naming an unsupported value
 // (e.g. ncclFloat8e4m3, ncclUint8, a ncclRedOpCreatePreMulSum op).

@@ -45,6 +45,11 @@ stragglar_result stragglarNcclAllReduce(const void* sendbuff, void* recvbuff, si
  * a later stragglarNcclAllReduce on the same handle starts afresh. */
 stragglar_result stragglarNcclCommRelease(ncclComm_t comm);
 
+/* Forgets the cached state of `comm` without freeing its GPU memory (it leaks). Call before
+ * ncclCommAbort(comm): GPU work on an aborted communicator may never finish, and freeing would
+ * wait for it. */
+stragglar_result stragglarNcclCommAbandon(ncclComm_t comm);
+
 /* What auto decided and saw on `comm` (see stragglar_straggler_report in stragglar.h). Local. */
 stragglar_result stragglarNcclStragglerReport(ncclComm_t comm, stragglar_straggler_report* report, double* scores,
                                               int nscores);

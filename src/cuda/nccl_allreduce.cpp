@@ -84,6 +84,14 @@ namespace detail {
 Choice nccl_last_choice(ncclComm_t comm) { return session_for(comm).session().last_choice(); }
 }  // namespace detail
 
+void nccl_comm_abandon(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = sessions().find(comm);
+  if (it == sessions().end()) return;
+  (void)it->second.release();  // its GPU work may never finish: nothing is freed (nccl.hpp)
+  sessions().erase(it);
+}
+
 void nccl_comm_release(ncclComm_t comm) {
   std::unique_ptr<detail::NcclSession> victim;
   {

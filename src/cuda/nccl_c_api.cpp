@@ -21,6 +21,10 @@ stragglar_result stragglarNcclCommRelease(ncclComm_t comm) {
   return guarded([&] { stragglar::nccl_comm_release(comm); });
 }
 
+stragglar_result stragglarNcclCommAbandon(ncclComm_t comm) {
+  return guarded([&] { stragglar::nccl_comm_abandon(comm); });
+}
+
 stragglar_result stragglarNcclStragglerReport(ncclComm_t comm, stragglar_straggler_report* report, double* scores,
                                               int nscores) {
   return guarded([&] {

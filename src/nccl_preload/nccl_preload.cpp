@@ -209,9 +209,12 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return real().comm_destroy(comm);
 }
 
+// An abort is for a communicator whose GPU work may never finish (a peer died, a collective
+// hangs, torch's watchdog): stragglar's state is left, not freed, since freeing would wait for
+// that work and hang the abort.
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   t_inside = true;
-  (void)stragglarNcclCommRelease(comm);
+  (void)stragglarNcclCommAbandon(comm);
   t_inside = false;
   return real().comm_abort(comm);
 }

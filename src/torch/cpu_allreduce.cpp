@@ -2,6 +2,7 @@
 #include "cpu_allreduce.hpp"
 
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <cxxabi.h>
 
 #include <string>
 #include <utility>
@@ -52,6 +53,10 @@ void CpuAllreduceWork::complete(std::exception_ptr error) {
       future_->setError(error);
     else
       future_->markCompleted(c10::IValue(std::vector<at::Tensor>{tensor_}));
+  } catch (abi::__forced_unwind&) {
+    // A Python callback asked for the GIL while the interpreter was finalizing: CPython ends
+    // the thread with pthread_exit, an unwind that must go on (swallowed, glibc aborts).
+    throw;
   } catch (...) {
     callback_error = std::current_exception();
   }
@@ -186,6 +191,8 @@ void CpuAllreduce::run_job(const Job& job) {
   std::exception_ptr error;
   try {
     execute(job);
+  } catch (abi::__forced_unwind&) {
+    throw;  // the thread is being ended (pthread_exit at interpreter shutdown): see complete()
   } catch (...) {
     // A peer that routed this call elsewhere (to Gloo) is named in the error (call_records.hpp).
     error = records_.explain(job.work->getSequencenumber(),
