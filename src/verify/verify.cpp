@@ -32,6 +32,7 @@
 #include <sstream>
 #include <span>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -546,20 +547,23 @@ void parallel_for(std::size_t count, int threads, F&& f) {
     return;
   }
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
+  auto slot = [&](int t) {  // every threads-th index from t
+    try {
+      for (std::size_t i = static_cast<std::size_t>(t); i < count; i += static_cast<std::size_t>(threads)) f(i);
+    } catch (...) {
+      errors[static_cast<std::size_t>(t)] = std::current_exception();
+    }
+  };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      try {
-        for (std::size_t i = static_cast<std::size_t>(t); i < count; i += static_cast<std::size_t>(threads)) f(i);
-      } catch (...) {
-        errors[static_cast<std::size_t>(t)] = std::current_exception();
-      }
-    });
+  pool.reserve(static_cast<std::size_t>(threads - 1));
   try {
-    for (std::size_t i = 0; i < count; i += static_cast<std::size_t>(threads)) f(i);
-  } catch (...) {
-    errors[0] = std::current_exception();
+    for (int t = 1; t < threads; ++t) pool.emplace_back(slot, t);
+  } catch (const std::system_error&) {
+    // No more threads (a pids limit of a container or batch job): the slots not started run
+    // here; a joinable std::thread destroyed unjoined would terminate the process.
   }
+  slot(0);
+  for (int t = static_cast<int>(pool.size()) + 1; t < threads; ++t) slot(t);
   for (std::thread& t : pool) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
