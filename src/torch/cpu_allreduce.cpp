@@ -221,6 +221,8 @@ void CpuAllreduce::connect_now(double timeout_s) {
     connect(timeout_s);
   } catch (const Error& e) {
     connect_error_ = Error(e.code(), std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
+  } catch (const std::exception& e) {  // the c10d store's own errors (c10::DistStoreError, ...)
+    connect_error_ = Error(ErrorCode::SystemError, std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
   }
 }
 
@@ -235,6 +237,9 @@ void CpuAllreduce::execute(const Job& job) {
       connect(job.timeout_s);
     } catch (const Error& e) {
       connect_error_ = Error(e.code(), std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
+      throw *connect_error_;
+    } catch (const std::exception& e) {  // the c10d store's own errors: final too
+      connect_error_ = Error(ErrorCode::SystemError, std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
       throw *connect_error_;
     }
   }

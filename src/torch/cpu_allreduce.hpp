@@ -77,6 +77,8 @@ class CpuAllreduce {
   std::string describe_peer(int peer);
   // Stops taking calls; the ones queued fail with `why`.
   void stop(const std::string& why);
+  // Whether the caller is this group's worker (a future's callback runs there).
+  bool on_worker() const { return std::this_thread::get_id() == worker_.get_id(); }
   // Blocks until every call queued so far has run (a barrier orders after them).
   void drain();
   // Connects the UCX engine now (at group creation, when every rank is there: issue #22), so a
@@ -97,7 +99,6 @@ class CpuAllreduce {
   // On the worker (a callback's all_reduce or barrier): runs queued calls in order until
   // `target` has run.
   void run_queued_until(const CpuAllreduceWork& target);
-  bool on_worker() const { return std::this_thread::get_id() == worker_.get_id(); }
   void execute(const Job& job);
   void connect(double timeout_s);
 

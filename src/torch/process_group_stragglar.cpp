@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "cpu_allreduce.hpp"
@@ -70,6 +71,14 @@ ProcessGroupStragglar::ProcessGroupStragglar(c10::intrusive_ptr<c10d::Store> sto
 
 ProcessGroupStragglar::~ProcessGroupStragglar() {
   // The CPU worker may still use the native Gloo: it goes first, the inner backends last.
+  if (cpu_ && cpu_->on_worker()) {
+    // Destroyed by a future's callback on the worker itself (its closure held the last reference
+    // to the group): the worker cannot join itself (std::terminate). It stops taking calls, and
+    // a thread of its own joins it once this callback has returned, then frees it; the worker
+    // runs nothing more that uses this group (queued calls failed in stop()).
+    cpu_->stop("the process group was destroyed");
+    std::thread([cpu = std::move(cpu_)]() mutable { cpu.reset(); }).detach();
+  }
   cpu_.reset();
 #if STRAGGLAR_TORCH_CUDA
   cuda_.reset();

@@ -511,6 +511,31 @@ def nested_collectives(rank, nranks):
     return True
 
 
+def group_freed_by_its_callback(rank, nranks):
+    """A group whose last reference is a future callback's closure: the group is destroyed when
+    that callback has run, on the group's CPU worker, which cannot join itself. The callback's
+    value arrives, later groups work, and the process ends normally (the harness sees its exit)."""
+    g = st.new_group(options=st.Options(algorithm="ring"))
+    t = inputs(rank, 1000, "sum", torch.float32)
+    if rank == 1:
+        time.sleep(1.0)  # rank 0's callback is attached (and the group dropped) before the call ends
+    fut = dist.all_reduce(t, group=g, async_op=True).get_future()
+    if rank == 0:
+        chained = fut.then(lambda f, g=g: f.value()[0].clone())  # the closure holds the group
+        dist.destroy_process_group(g)
+        del g
+        got = chained.wait()
+    else:
+        got = fut.wait()[0]
+        dist.destroy_process_group(g)
+        del g
+    check_equal(got, reference(nranks, 1000, "sum", torch.float32), "the callback that held the group")
+    again = inputs(rank, 50, "sum", torch.float32)
+    dist.all_reduce(again)
+    check_equal(again, reference(nranks, 50, "sum", torch.float32), "the default group afterwards")
+    return True
+
+
 def env_straggler_subgroups(rank, nranks):
     """STRAGGLAR_STRAGGLER (set for the whole job) names a rank of the job: a subgroup that holds it
     uses its group rank, one that does not uses -1; explicit Options stay in the group's numbering."""

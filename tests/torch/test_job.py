@@ -45,6 +45,14 @@ def test_callbacks_may_run_collectives_and_futures_are_done_after_wait():
     assert all(out["nested_collectives"].values())
 
 
+def test_a_group_freed_by_its_own_callback_ends_cleanly():
+    # The callback's closure held the last reference to the group: the group's destructor runs on
+    # its CPU worker, which may not join itself (std::terminate); it hands the worker to a thread
+    # that joins it once the callback has returned.
+    out = run_ranks([("group_freed_by_its_callback", {})], nranks=2, store="file", timeout_s=30, deadline_s=120)
+    assert all(out["group_freed_by_its_callback"].values())
+
+
 def test_env_straggler_is_a_rank_of_the_job_in_subgroups():
     out = run_ranks([("env_straggler_subgroups", {})], nranks=4, store="file", env={"STRAGGLAR_STRAGGLER": "3"})
     for rank, seen in out["env_straggler_subgroups"].items():
