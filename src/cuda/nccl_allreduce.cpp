@@ -105,8 +105,15 @@ void nccl_comm_release(ncclComm_t comm) {
     (void)victim.release();  // pending GPU work may still write its memory
     return;
   }
-  detail::DeviceGuard guard(victim->engine().device_id());
-  victim.reset();
+  try {
+    detail::DeviceGuard guard(victim->engine().device_id());
+    victim.reset();
+  } catch (...) {
+    // The device cannot be made current (a sticky CUDA error): freeing on another device is
+    // wrong, so the session is left (leaked) and the error goes to the caller.
+    (void)victim.release();
+    throw;
+  }
 }
 
 }  // namespace stragglar
