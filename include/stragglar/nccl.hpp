@@ -37,9 +37,9 @@ void nccl_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataT
 // What algorithm = auto decided and saw on `comm` (docs/auto.md). Local.
 StragglerReport nccl_straggler_report(ncclComm_t comm);
 
-// Drops the cached state of `comm` (call before ncclCommDestroy/ncclCommAbort). No-op for an
-// unknown comm. A communicator broken by a timeout keeps (leaks) the memory its pending GPU
-// work may still write.
+// Drops the cached state of `comm` (call before ncclCommDestroy; before ncclCommAbort,
+// nccl_comm_abandon). No-op for an unknown comm. A communicator broken by a timeout keeps
+// (leaks) the memory its pending GPU work may still write.
 void nccl_comm_release(ncclComm_t comm);
 
 // Drops the cached state of `comm` without freeing its GPU memory (it leaks): before

@@ -24,7 +24,8 @@ std::unordered_map<ncclComm_t, std::unique_ptr<detail::NcclSession>>& sessions()
 }
 
 // NCCL's API exposes no identity of a communicator but its address, which a new communicator
-// may reuse once one is destroyed: stragglarNcclCommRelease before ncclCommDestroy/Abort is
+// may reuse once one is destroyed: stragglarNcclCommRelease before ncclCommDestroy (Abandon
+// before ncclCommAbort) is
 // the way out (docs/gpu.md). A reuse that forgot it is caught where the shape differs (a live
 // communicator's rank, size and device never change): the stale session is dropped (leaked: its
 // communicator is gone) and a fresh one made.

@@ -84,7 +84,10 @@ const Settings& settings() {
   static Settings s;
   static std::once_flag once;
   std::call_once(once, [] {
-    if (const char* v = std::getenv("STRAGGLAR_DEBUG")) s.debug = std::string_view(v) == "INFO" || std::string_view(v) == "info";
+    if (const char* v = std::getenv("STRAGGLAR_DEBUG")) {
+      const std::string_view d = v;
+      s.debug = d == "INFO" || d == "info" || d == "TRACE" || d == "trace";  // TRACE includes INFO
+    }
     if (const char* v = std::getenv("STRAGGLAR_NCCL_MIN_BYTES"); v && *v) {
       try {
         s.min_bytes = std::string_view(v) == "0" ? 0 : stragglar::parse_bytes(v);

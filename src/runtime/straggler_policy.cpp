@@ -832,16 +832,18 @@ void StragglerPolicy::trace_decision(std::int64_t first) {
   trace_ += buf;
   for (std::size_t k = 0; k < cands_.size(); ++k) {
     const Estimate& x = est_[k];
+    const char* name = stragglar::to_string(cands_[k].algorithm);
     const char* sep = k + 1 < cands_.size() ? "," : "";
-    if (!std::isfinite(x.value) && !std::isfinite(x.predicted) && cands_[k].samples.empty())
-      std::snprintf(buf, sizeof buf, " %s not a candidate now%s", stragglar::to_string(cands_[k].algorithm), sep);
-    else if (!std::isfinite(x.predicted))  // native: no schedule to simulate
-      std::snprintf(buf, sizeof buf, " %s %.3f ms (%d fresh of %zu, no model)%s", stragglar::to_string(cands_[k].algorithm),
-                    x.value * 1e3, x.fresh, cands_[k].samples.size(), sep);
-    else
-      std::snprintf(buf, sizeof buf, " %s %.3f ms (%d fresh of %zu, model %.3f ms)%s",
-                    stragglar::to_string(cands_[k].algorithm), x.value * 1e3, x.fresh, cands_[k].samples.size(),
-                    x.predicted * 1e3, sep);
+    if (cands_[k].uses_set && !available(static_cast<int>(k))) {  // no late set to tell it yet
+      std::snprintf(buf, sizeof buf, " %s not a candidate now%s", name, sep);
+      trace_ += buf;
+      continue;
+    }
+    char value[32] = "unknown", model[32] = "no model";  // native has no schedule to simulate
+    if (std::isfinite(x.value)) std::snprintf(value, sizeof value, "%.3f ms", x.value * 1e3);
+    if (std::isfinite(x.predicted)) std::snprintf(model, sizeof model, "model %.3f ms", x.predicted * 1e3);
+    std::snprintf(buf, sizeof buf, " %s %s (%d fresh of %zu, %s)%s", name, value, x.fresh, cands_[k].samples.size(), model,
+                  sep);
     trace_ += buf;
   }
 }

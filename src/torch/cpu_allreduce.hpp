@@ -103,7 +103,7 @@ class CpuAllreduce {
   void connect(double timeout_s);
 
   c10::intrusive_ptr<c10d::Store> store_;
-  const CallRecords& records_;
+  const CallRecords records_;  // a copy: the worker may outlive its group (~ProcessGroupStragglar)
   int rank_, size_;
   detail::UcxEngine::NativeAllreduce native_;
 

@@ -21,7 +21,9 @@ namespace py = pybind11;
 namespace stragglar::torch_backend {
 
 void run_without_gil(const std::function<void()>& f) {
-  if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
+  // PyGILState_Check answers 1 on a thread without a Python thread state once its check is off
+  // (finalization): such a thread holds no GIL to release.
+  if (Py_IsInitialized() != 0 && PyGILState_GetThisThreadState() != nullptr && PyGILState_Check() != 0) {
     py::gil_scoped_release release;
     f();
   } else {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -77,7 +78,12 @@ ProcessGroupStragglar::~ProcessGroupStragglar() {
     // a thread of its own joins it once this callback has returned, then frees it; the worker
     // runs nothing more that uses this group (queued calls failed in stop()).
     cpu_->stop("the process group was destroyed");
-    std::thread([cpu = std::move(cpu_)]() mutable { cpu.reset(); }).detach();
+    CpuAllreduce* worker = cpu_.release();
+    try {
+      std::thread([worker] { delete worker; }).detach();
+    } catch (const std::system_error&) {
+      // No thread to be had (a pids limit): left, the stopped worker ends on its own.
+    }
   }
   cpu_.reset();
 #if STRAGGLAR_TORCH_CUDA

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import os
 import signal
+import threading
 import time
 
 import torch
@@ -517,16 +518,26 @@ def group_freed_by_its_callback(rank, nranks):
     value arrives, later groups work, and the process ends normally (the harness sees its exit)."""
     g = st.new_group(options=st.Options(algorithm="ring"))
     t = inputs(rank, 1000, "sum", torch.float32)
-    if rank == 1:
-        time.sleep(1.0)  # rank 0's callback is attached (and the group dropped) before the call ends
-    fut = dist.all_reduce(t, group=g, async_op=True).get_future()
     if rank == 0:
-        chained = fut.then(lambda f, g=g: f.value()[0].clone())  # the closure holds the group
+        fut = dist.all_reduce(t, group=g, async_op=True).get_future()  # rank 1 not in it yet: pending
+        released, ran_on = threading.Event(), []
+
+        def callback(f, g=g):  # the closure holds the group
+            ran_on.append(threading.get_ident())
+            released.wait(60)  # until the main thread has dropped every other reference
+            return f.value()[0].clone()
+
+        chained = fut.then(callback)
+        del callback  # the future's reference to it is the only one left
+        dist.barrier()  # the default group: rank 1 calls only now, so the callback is attached first
         dist.destroy_process_group(g)
         del g
+        released.set()
         got = chained.wait()
+        assert ran_on and ran_on[0] != threading.get_ident(), "the callback did not run on the group's worker"
     else:
-        got = fut.wait()[0]
+        dist.barrier()
+        got = dist.all_reduce(t, group=g, async_op=True).get_future().wait()[0]
         dist.destroy_process_group(g)
         del g
     check_equal(got, reference(nranks, 1000, "sum", torch.float32), "the callback that held the group")
