@@ -694,7 +694,7 @@ void timeout_path() {
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);  // rank 0 stayed away until every other rank gave up
-  // As after any NCCL failure: release stragglar's state, abort the communicator; the pending
+  // As after any NCCL failure: abandon stragglar's state, abort the communicator; the pending
   // agreement then ends and the stream drains.
   if (stragglarNcclCommAbandon(comm) != stragglar_success) fail("timeout: stragglarNcclCommAbandon");
   if (const ncclResult_t r = ncclCommAbort(comm); r != ncclSuccess && r != ncclInProgress) CK_NCCL(r);
