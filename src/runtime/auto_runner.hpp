@@ -41,6 +41,10 @@ class AutoHost {
   virtual std::shared_ptr<const Plan> plan(const Choice& c, const Options& base, std::size_t count, DataType dtype) = 0;
   // One call of c with that plan on the current call's buffers (native: the bounded form).
   virtual void run(const Choice& c, const Plan* plan) = 0;
+  // Runs the engine's native `runs` times on memory of its own (a copy of this call's input),
+  // not on the caller's buffers and not timed: what native pays on its first runs (the MPI
+  // library's temporaries and their page faults, NCCL's connections) is paid here.
+  virtual void warm_up_native(int runs) = 0;
 };
 
 class AutoRunner {

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -117,6 +119,23 @@ class Session::AutoCall final : public AutoHost {
   }
   void run(const Choice& c, const Plan* plan) override {
     s_.run(c.algorithm, plan, tag_, sendbuf_, recvbuf_, count_, dtype_, op_, PhaseSelection::all, /*bounded=*/true);
+  }
+  void warm_up_native(int runs) override {
+    if (s_.nranks_ < 2 || count_ == 0 || runs <= 0) return;
+    const std::size_t bytes = count_ * size_of(dtype_);
+    Device& device = s_.engine_.device();
+    void* raw = nullptr;
+    try {
+      raw = device.allocate(bytes);
+    } catch (const Error&) {
+      return;  // no memory to spare (a GPU near full): native's first measurement is then cold
+    }
+    const std::unique_ptr<void, std::function<void(void*)>> memory(raw, [&device](void* p) { device.deallocate(p); });
+    for (int i = 0; i < runs; ++i) {
+      device.copy(memory.get(), sendbuf_, bytes);  // the caller's values: no overflow of its own
+      s_.engine_.native_allreduce(memory.get(), memory.get(), count_, dtype_, op_,
+                                  Engine::NativeBound{s_.timeout_s_, tag_}, /*keep_buffer=*/false);
+    }
   }
 
  private:

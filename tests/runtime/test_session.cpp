@@ -485,6 +485,38 @@ TEST(Session, AnEngineThatStartsWithNativeGetsNativeUntilMeasurementsSayOtherwis
   }
 }
 
+TEST(Session, AutosFirstCallWarmsNativeUpOnMemoryOfItsOwn) {
+  // The first call measures native; its first runs pay first-use costs (Open MPI's temporaries),
+  // so two run before it on a copy of the input, untimed: the caller's buffer is reduced once.
+  const int n = 4;
+  const std::size_t count = 1 << 16;
+  struct Seen {
+    int native_calls = 0;
+    std::array<const void*, 16> wrote{};
+    const void* buffer = nullptr;
+    std::vector<float> result;
+  };
+  std::vector<Seen> seen(n);
+  const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+    std::vector<float> buf(count, static_cast<float>(r + 1));
+    s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, with(Algorithm::automatic));
+    Seen& mine = seen[static_cast<std::size_t>(r)];
+    mine.native_calls = e.native_calls;
+    mine.wrote = e.native_recvbufs;
+    mine.buffer = buf.data();
+    mine.result = buf;
+  });
+  for (int r = 0; r < n; ++r) {
+    const Seen& mine = seen[static_cast<std::size_t>(r)];
+    EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+    ASSERT_EQ(mine.native_calls, 3) << "rank " << r << ": two warm-ups and the measured call";
+    EXPECT_NE(mine.wrote[0], mine.buffer) << "rank " << r << ": a warm-up wrote the caller's buffer";
+    EXPECT_NE(mine.wrote[1], mine.buffer) << "rank " << r << ": a warm-up wrote the caller's buffer";
+    EXPECT_EQ(mine.wrote[2], mine.buffer) << "rank " << r;
+    EXPECT_EQ(mine.result, std::vector<float>(count, 10.0f)) << "rank " << r << ": reduced once (1+2+3+4)";
+  }
+}
+
 // ---- scratch grows geometrically ---------------------------------------------------------------------
 TEST(Session, ScratchGrowsGeometricallyWithAscendingCounts) {
   const int n = 2;

@@ -95,6 +95,8 @@ class ThreadEngine final : public detail::Engine {
   // Bounded already (the job's barrier times out): auto's bound needs nothing more.
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType t, ReduceOp op,
                         std::optional<NativeBound>, bool keep_buffer) override {
+    if (native_calls < static_cast<int>(native_recvbufs.size()))
+      native_recvbufs[static_cast<std::size_t>(native_calls)] = recvbuf;
     ++native_calls;
     if (native_keep_told < static_cast<int>(native_keep_buffer.size()))  // no allocation (hot-path tests)
       native_keep_buffer[static_cast<std::size_t>(native_keep_told++)] = keep_buffer ? 1 : 0;
@@ -105,6 +107,7 @@ class ThreadEngine final : public detail::Engine {
     if (op == ReduceOp::avg) cpu_finish_average(recvbuf, count, t, job_.hub.n());
   }
   int native_calls = 0;
+  std::array<const void*, 16> native_recvbufs{};  // where the first native calls wrote
   // What the first native calls were told (Engine::native_allreduce's keep_buffer).
   std::array<int, 16> native_keep_buffer{};
   int native_keep_told = 0;
