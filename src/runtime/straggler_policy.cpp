@@ -135,7 +135,7 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   const std::size_t K = cands_.size(), H = static_cast<std::size_t>(c.history),
                     P = static_cast<std::size_t>(c.period), N = static_cast<std::size_t>(c.nranks);
   const std::size_t most = std::max({K * H, P, N, K});
-  for (auto* v : {&work_, &values_, &devs_}) v->reserve(most);
+  for (auto* v : {&work_, &values_, &devs_, &right_, &wrong_}) v->reserve(most);
   for (auto* v : {&gap_, &exposed_}) v->reserve(P);
   late_per_call_.reserve(P);
   recent_late_.reserve(P + 1);
@@ -381,6 +381,12 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
     } else {
       e.predicted = predict(choice_of(static_cast<int>(k)), delay_all_s);
     }
+    // Two regimes measured (a straggler late in some calls only): each sample at its regime's
+    // level of the rebuilt mixture (regime_mixture).
+    double level_right = 1, level_wrong = 1;
+    const double mixture = c.uses_straggler && !c.uses_set && persistence < 1
+                               ? regime_mixture(k, delay_target_s, persistence, level_right, level_wrong)
+                               : 0.0;
     e.fresh_values.clear();
     all_values.clear();
     for (auto s = c.samples.rbegin(); s != c.samples.rend(); ++s) {
@@ -388,7 +394,9 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
       // only in ratios: its absolute seconds may be off). No model (native): assumed not to
       // depend on the delay, as a bulk-synchronous AllReduce does not.
       const double ratio = std::isfinite(e.predicted) && std::isfinite(s->predicted_s) ? e.predicted / s->predicted_s : 1.0;
-      const double v = s->exposed_s * ratio;
+      const double v = mixture > 0 && !s->first_use
+                           ? s->exposed_s / s->predicted_s / (s->overlapped ? level_right : level_wrong) * mixture
+                           : s->exposed_s * ratio;
       all_values.push_back(v);
       if (!s->first_use && std::abs(ratio - 1) <= config_.fresh_tolerance && window - s->window <= config_.stale_windows)
         e.fresh_values.push_back(v);
@@ -426,6 +434,35 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
   const double scale = lower_median(calib, work_);
   for (std::size_t k = 0; k < cands_.size(); ++k)
     if (cands_[k].samples.empty()) est_[k].value = est_[k].predicted * scale;  // NaN when either is unknown
+}
+
+// A straggler-using candidate whose straggler is late in some of the recent calls only (two that
+// alternate, a different rank each call) has two regimes: the calls that overlap the delay and
+// the calls where another rank is late and nothing overlaps. The model moves both to the mixture
+// of the two (estimate_all), but on a shared host it is off by a different factor in each: on
+// the 2-core VM StragglAR told rank 1 of alternating ranks 1 and 6 measured ~1.1× the model when
+// rank 1 was late and ~1.6× when rank 6 was, so one lower quartile over both took the fast
+// regime's factor for the whole (estimated ~20 ms, ran ~30, native ~24). With measurements in
+// both regimes, each regime's level is its median measured/model ratio; returns the factor that
+// turns a sample's measured/model ratio into the mixture rebuilt from the two levels (the model
+// mixture when a regime is unmeasured: 0).
+double StragglerPolicy::regime_mixture(std::size_t k, double delay_target_s, double persistence,
+                                       double& level_right, double& level_wrong) {
+  const Candidate& c = cands_[k];
+  const std::int64_t window = decided_ / config_.period;
+  const Choice ch = choice_of(static_cast<int>(k));
+  const double at_right = predict(ch, delay_target_s), at_wrong = predict(ch, 0.0);
+  if (!std::isfinite(at_right) || !std::isfinite(at_wrong)) return 0;
+  right_.clear();
+  wrong_.clear();
+  for (const Sample& s : c.samples) {
+    if (s.first_use || !std::isfinite(s.predicted_s) || window - s.window > config_.stale_windows) continue;
+    (s.overlapped ? right_ : wrong_).push_back(s.exposed_s / s.predicted_s);
+  }
+  if (right_.empty() || wrong_.empty()) return 0;  // one regime seen: the model moves it
+  level_right = lower_median(right_, work_);
+  level_wrong = lower_median(wrong_, work_);
+  return persistence * level_right * at_right + (1 - persistence) * level_wrong * at_wrong;
 }
 
 void StragglerPolicy::plan_exploration(int best) {
@@ -697,7 +734,10 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     }
     if (c.first_use_only()) c.samples.clear();  // a later call replaces the first-use measurement
     if (c.samples.size() == static_cast<std::size_t>(config_.history)) c.samples.erase(c.samples.begin());
-    c.samples.push_back({exposed[uj], predict(Choice{c.algorithm, r.straggler, set_span(r.set)}, d), window, first_use});
+    const bool overlapped = c.uses_straggler && !c.uses_set && late[uj] == r.straggler && gap[uj] > 0 &&
+                            gap[uj] >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed[uj]);
+    c.samples.push_back(
+        {exposed[uj], predict(Choice{c.algorithm, r.straggler, set_span(r.set)}, d), window, first_use, overlapped});
   }
   estimate_all(delay_s_, delay_target, persistence, delay_set, set_persistence);
 

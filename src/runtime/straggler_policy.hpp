@@ -198,6 +198,7 @@ class StragglerPolicy {
     double predicted_s;  // the model at the overlap this choice could use in that call; NaN: none
     std::int64_t window; // decision index it came in
     bool first_use;      // taken in the configuration's first call (first-use costs): replaced by the next
+    bool overlapped;     // StragglAR-like: its straggler was the one late in that call (significantly)
   };
   struct Candidate {
     Algorithm algorithm;
@@ -241,6 +242,8 @@ class StragglerPolicy {
   void estimate_all(double delay_all_s, double delay_target_s, double persistence, double delay_set_s,
                     double set_persistence);
   bool same_set(std::size_t slot, std::span<const int> set) const;
+  double regime_mixture(std::size_t k, double delay_target_s, double persistence, double& level_right,
+                        double& level_wrong);
   void plan_exploration(int best);
   void trace_decision(std::int64_t first);  // fills trace_ (config.keep_trace)
   void update_next();
@@ -293,6 +296,7 @@ class StragglerPolicy {
   };
   std::vector<Need> needs_;
   std::vector<double> work_, values_, devs_, gap_, exposed_, score_;
+  std::vector<double> right_, wrong_;  // scratch: a straggler-using candidate's samples by regime
   std::vector<int> late_per_call_, count_;
 };
 
