@@ -34,6 +34,9 @@ struct Costs {
   // stragglar-k / hierarchical told a late set (issue #23): ReduceScatter among the punctual
   // ranks, then what waits for the set (each late rank sends and receives ~s: longer than rest).
   double rest_k = 0.115, rest_h = 0.140;
+  // StragglAR when another rank is the late one: × this beyond what the model says (1: as
+  // modelled; the 2-core VM: ~1.5, docs/auto.md "Estimates", two regimes).
+  double told_wrong = 1.0;
 };
 
 // What the world does in one call: which rank arrives late (-1: none) and by how much.
@@ -88,6 +91,7 @@ CallResult simulate_call(const Choice& c, int n, const World& w, const Costs& k,
     const double s_arrive = arrive[static_cast<std::size_t>(c.straggler)];
     const double start = std::max(rest_arrive + k.rs * factor, s_arrive);
     finish = start + k.rest * factor;
+    if (s_arrive + 0.010 < rest_arrive) finish = rest_arrive + (k.rs + k.rest) * factor * k.told_wrong;
   } else {
     const double t = c.algorithm == Algorithm::ring ? k.ring : c.algorithm == Algorithm::rhd ? k.rhd : k.native;
     finish = last + t * factor;
@@ -843,6 +847,29 @@ TEST(StragglerPolicy, EveryArrivalPatternStaysNearTheBestFixedEntry) {
         EXPECT_LE(sum / 4, every == 1 ? (random ? 1.10 : 1.05) : (random ? 1.15 : 1.10))
             << kind << " delay " << d << " exchange_every " << every;
       }
+}
+
+TEST(StragglerPolicy, AStragglerLateInSomeCallsOnlyIsJudgedOnBothRegimes) {
+  // A host where the model favours StragglAR told one of two alternating stragglers (its
+  // mixture 0.135 s against RHD's 0.200), but StragglAR runs 2-2.5x slower than the model says
+  // whenever the other rank is late (the 2-core VM: ~1.6x): in truth RHD is the best fixed
+  // entry. One lower quartile over both regimes took the fast one's factor for the whole
+  // (means over 8 seeds 1.33x and 1.59x the best fixed entry for alternating stragglers, 1.22x
+  // and 1.24x for a random rank per call); each regime at its own level: 1.23, 1.23, 1.18, 1.20.
+  // A guard against that bias, not the issue's 5 %: the estimate near RHD's flips with the
+  // persistence of an odd window (docs/auto.md "Estimates").
+  Costs vm;
+  vm.rs = 0.150, vm.rest = 0.060, vm.rhd = 0.200, vm.ring = 0.220, vm.native = 0.250;
+  for (double told_wrong : {2.0, 2.5})
+    for (const char* kind : {"alternating", "random-rank"}) {
+      vm.told_wrong = told_wrong;
+      double sum = 0;
+      for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+        const PatternRun run = run_pattern(make_pattern(kind, 8, 24, 0.300, seed), seed, 1, vm);
+        sum += run.auto_total / run.best_fixed_total;
+      }
+      EXPECT_LE(sum / 8, 1.21 + (std::string(kind) == "alternating" ? 0.03 : 0.0)) << kind << " told_wrong " << told_wrong;
+    }
 }
 
 TEST(StragglerPolicy, GpuEnginesStartWithNativeAndLeaveItOnlyForAMeasuredGain) {
