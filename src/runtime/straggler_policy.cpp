@@ -394,7 +394,7 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
       // only in ratios: its absolute seconds may be off). No model (native): assumed not to
       // depend on the delay, as a bulk-synchronous AllReduce does not.
       const double ratio = std::isfinite(e.predicted) && std::isfinite(s->predicted_s) ? e.predicted / s->predicted_s : 1.0;
-      const double v = mixture > 0 && !s->first_use
+      const double v = mixture > 0 && !s->first_use && std::isfinite(s->predicted_s)
                            ? s->exposed_s / s->predicted_s / (s->overlapped ? level_right : level_wrong) * mixture
                            : s->exposed_s * ratio;
       all_values.push_back(v);
@@ -443,9 +443,9 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
 // the 2-core VM StragglAR told rank 1 of alternating ranks 1 and 6 measured ~1.1× the model when
 // rank 1 was late and ~1.6× when rank 6 was, so one lower quartile over both took the fast
 // regime's factor for the whole (estimated ~20 ms, ran ~30, native ~24). With measurements in
-// both regimes, each regime's level is its median measured/model ratio; returns the factor that
-// turns a sample's measured/model ratio into the mixture rebuilt from the two levels (the model
-// mixture when a regime is unmeasured: 0).
+// both regimes, each regime's level is its median measured/model ratio; returns the mixture
+// rebuilt from the two levels, which a sample's measured/model ratio over its regime's level
+// scales — or 0 when a regime has no recent measurement (the model's mixture moves them then).
 double StragglerPolicy::regime_mixture(std::size_t k, double delay_target_s, double persistence,
                                        double& level_right, double& level_wrong) {
   const Candidate& c = cands_[k];

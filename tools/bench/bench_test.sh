@@ -43,7 +43,9 @@ for r in d["rows"]:
     assert len(r["exposed_us_per_iter"]) == iters and len(r["time_us_per_iter"]) == iters, r
     assert len(r["choices"]) == iters, r
     for c in r["choices"]:
-        assert c["algo"] in ("stragglar", "ring", "rhd", "allpairs", "broadcast", "native"), c
+        # auto may also run stragglar-k / hierarchical (issue #23): a loaded host can make two
+        # ranks late together in most of the last P calls, and auto then learns that set.
+        assert c["algo"] in ("stragglar", "stragglar-k", "hierarchical", "ring", "rhd", "allpairs", "broadcast", "native"), c
     if r["algo"] in ("stragglar", "stragglar:2"):
         assert all(c == {"algo": "stragglar", "straggler": 3} for c in r["choices"]), r["choices"]
         assert "predicted_exposed_us" in r, r
