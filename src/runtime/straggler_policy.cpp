@@ -250,7 +250,7 @@ int StragglerPolicy::call_late_set(std::span<const std::int64_t> all, int call, 
     if (g > best_gap) best_gap = g, best_j = j;  // ties: the smallest set
   }
   const double g = static_cast<double>(best_gap) * 1e-9;
-  if (best_j < 2 || !(g > 0 && g >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed_s))) return 0;
+  if (best_j < 2 || !significant_gap(g, exposed_s)) return 0;
   const std::size_t stride = recent_set_ranks_.size() / static_cast<std::size_t>(config_.period);
   int* out = recent_set_ranks_.data() + slot * stride;
   std::copy(set_order_.begin(), set_order_.begin() + best_j, out);
@@ -352,6 +352,12 @@ void StragglerPolicy::fill_exchange(std::span<std::int64_t> all, int rank) {
   filled_ += window_;
 }
 
+// A gap between the last arrival and the one before it that names a late rank: at least
+// min_delay_s and min_delay_fraction of the call.
+bool StragglerPolicy::significant_gap(double gap_s, double exposed_s) const {
+  return gap_s > 0 && gap_s >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed_s);
+}
+
 void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, double persistence, double delay_set_s,
                                    double set_persistence) {
   const std::int64_t window = decided_ / config_.period;
@@ -383,10 +389,8 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
     }
     // Two regimes measured (a straggler late in some calls only): each sample at its regime's
     // level of the rebuilt mixture (regime_mixture).
-    double level_right = 1, level_wrong = 1;
-    const double mixture = c.uses_straggler && !c.uses_set && persistence < 1
-                               ? regime_mixture(k, delay_target_s, persistence, level_right, level_wrong)
-                               : 0.0;
+    const Regimes regimes =
+        c.uses_straggler && !c.uses_set && persistence < 1 ? regime_mixture(k, delay_target_s, persistence) : Regimes{};
     e.fresh_values.clear();
     all_values.clear();
     for (auto s = c.samples.rbegin(); s != c.samples.rend(); ++s) {
@@ -394,8 +398,9 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
       // only in ratios: its absolute seconds may be off). No model (native): assumed not to
       // depend on the delay, as a bulk-synchronous AllReduce does not.
       const double ratio = std::isfinite(e.predicted) && std::isfinite(s->predicted_s) ? e.predicted / s->predicted_s : 1.0;
-      const double v = mixture > 0 && !s->first_use && std::isfinite(s->predicted_s)
-                           ? s->exposed_s / s->predicted_s / (s->overlapped ? level_right : level_wrong) * mixture
+      const double v = regimes.mixture > 0 && !s->first_use && std::isfinite(s->predicted_s)
+                           ? s->exposed_s / s->predicted_s / (s->overlapped ? regimes.level_late : regimes.level_other) *
+                                 regimes.mixture
                            : s->exposed_s * ratio;
       all_values.push_back(v);
       if (!s->first_use && std::abs(ratio - 1) <= config_.fresh_tolerance && window - s->window <= config_.stale_windows)
@@ -443,26 +448,27 @@ void StragglerPolicy::estimate_all(double delay_all_s, double delay_target_s, do
 // the 2-core VM StragglAR told rank 1 of alternating ranks 1 and 6 measured ~1.1× the model when
 // rank 1 was late and ~1.6× when rank 6 was, so one lower quartile over both took the fast
 // regime's factor for the whole (estimated ~20 ms, ran ~30, native ~24). With measurements in
-// both regimes, each regime's level is its median measured/model ratio; returns the mixture
-// rebuilt from the two levels, which a sample's measured/model ratio over its regime's level
-// scales — or 0 when a regime has no recent measurement (the model's mixture moves them then).
-double StragglerPolicy::regime_mixture(std::size_t k, double delay_target_s, double persistence,
-                                       double& level_right, double& level_wrong) {
+// both regimes, each regime's level is its median measured/model ratio; returns the two levels
+// and the mixture rebuilt from them, which a sample's measured/model ratio over its regime's level
+// scales — mixture 0 when a regime has no recent measurement (the model's mixture moves them then).
+StragglerPolicy::Regimes StragglerPolicy::regime_mixture(std::size_t k, double delay_target_s, double persistence) {
   const Candidate& c = cands_[k];
   const std::int64_t window = decided_ / config_.period;
   const Choice ch = choice_of(static_cast<int>(k));
   const double at_right = predict(ch, delay_target_s), at_wrong = predict(ch, 0.0);
-  if (!std::isfinite(at_right) || !std::isfinite(at_wrong)) return 0;
+  if (!std::isfinite(at_right) || !std::isfinite(at_wrong)) return {};
   right_.clear();
   wrong_.clear();
   for (const Sample& s : c.samples) {
     if (s.first_use || !std::isfinite(s.predicted_s) || window - s.window > config_.stale_windows) continue;
     (s.overlapped ? right_ : wrong_).push_back(s.exposed_s / s.predicted_s);
   }
-  if (right_.empty() || wrong_.empty()) return 0;  // one regime seen: the model moves it
-  level_right = lower_median(right_, work_);
-  level_wrong = lower_median(wrong_, work_);
-  return persistence * level_right * at_right + (1 - persistence) * level_wrong * at_wrong;
+  if (right_.empty() || wrong_.empty()) return {};  // one regime seen: the model moves it
+  Regimes r;
+  r.level_late = lower_median(right_, work_);
+  r.level_other = lower_median(wrong_, work_);
+  r.mixture = persistence * r.level_late * at_right + (1 - persistence) * r.level_other * at_wrong;
+  return r;
 }
 
 void StragglerPolicy::plan_exploration(int best) {
@@ -608,8 +614,7 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     late[uj] = lo;
     exposed[uj] = static_cast<double>(min1) * 1e-9;
     gap[uj] = static_cast<double>(min2 - min1) * 1e-9;
-    const bool significant =
-        gap[uj] >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed[uj]) && gap[uj] > 0;
+    const bool significant = significant_gap(gap[uj], exposed[uj]);
     // The vote runs over the last P calls, across exchanges (one call per exchange at first). A
     // first call that follows a synchronisation says nothing about arrivals: no vote.
     if (first + j == 0 && config_.first_call_synchronised) continue;
@@ -734,8 +739,8 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
     }
     if (c.first_use_only()) c.samples.clear();  // a later call replaces the first-use measurement
     if (c.samples.size() == static_cast<std::size_t>(config_.history)) c.samples.erase(c.samples.begin());
-    const bool overlapped = c.uses_straggler && !c.uses_set && late[uj] == r.straggler && gap[uj] > 0 &&
-                            gap[uj] >= std::max(config_.min_delay_s, config_.min_delay_fraction * exposed[uj]);
+    const bool overlapped =
+        c.uses_straggler && !c.uses_set && late[uj] == r.straggler && significant_gap(gap[uj], exposed[uj]);
     c.samples.push_back(
         {exposed[uj], predict(Choice{c.algorithm, r.straggler, set_span(r.set)}, d), window, first_use, overlapped});
   }

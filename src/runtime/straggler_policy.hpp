@@ -242,8 +242,12 @@ class StragglerPolicy {
   void estimate_all(double delay_all_s, double delay_target_s, double persistence, double delay_set_s,
                     double set_persistence);
   bool same_set(std::size_t slot, std::span<const int> set) const;
-  double regime_mixture(std::size_t k, double delay_target_s, double persistence, double& level_right,
-                        double& level_wrong);
+  struct Regimes {
+    double mixture = 0;                         // 0: fewer than two regimes measured
+    double level_late = 1, level_other = 1;     // median measured/model ratio in each regime
+  };
+  Regimes regime_mixture(std::size_t k, double delay_target_s, double persistence);
+  bool significant_gap(double gap_s, double exposed_s) const;
   void plan_exploration(int best);
   void trace_decision(std::int64_t first);  // fills trace_ (config.keep_trace)
   void update_next();
