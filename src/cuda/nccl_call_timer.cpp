@@ -67,14 +67,14 @@ void NcclCallTimer::time_end() {
   ++timed_;
 }
 
-double NcclCallTimer::take_time(double timeout_s) {
+CallTime NcclCallTimer::take_time(double timeout_s) {
   if (taken_ == timed_) throw Error(ErrorCode::Internal, "NcclCallTimer: no timed call to take");
   const int i = taken_ % kTimers;
   cuda::wait_event(comm_, ends_[i], timeout_s, cuda::deadline_after(timeout_s), "a timed call (auto's measurement)");
   float ms = 0;
   STRAGGLAR_CUDA_CHECK(cudaEventElapsedTime(&ms, starts_[i], ends_[i]));
   ++taken_;
-  return static_cast<double>(ms) * 1e-3;
+  return CallTime{static_cast<double>(ms) * 1e-3, -1};
 }
 
 void NcclCallTimer::exchange_begin(std::span<std::int64_t> values, double timeout_s) {

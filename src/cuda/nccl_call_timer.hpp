@@ -35,7 +35,8 @@ class NcclCallTimer final : public CallTimer {
   void reserve_exchange(std::size_t values) override;
   void time_begin() override;
   void time_end() override;
-  double take_time(double timeout_s) override;
+  CallTime take_time(double timeout_s) override;
+  bool entries_on_host_clock() const override { return false; }  // stream time: no shared clock
   void exchange_begin(std::span<std::int64_t> values, double timeout_s) override;
   void exchange_end(std::span<std::int64_t> values, double timeout_s) override;
 

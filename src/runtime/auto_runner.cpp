@@ -125,8 +125,10 @@ namespace {
 
 // The policy of one configuration: the model (two simulations per algorithm, at its first use),
 // the period, and one call per exchange when an exchange is cheap beside a call.
-StragglerPolicy make_policy(int lag, bool start_with_native, int nranks, std::size_t bytes, const Options& base) {
+StragglerPolicy make_policy(int lag, bool start_with_native, bool shared_clock, int nranks, std::size_t bytes,
+                            const Options& base) {
   PolicyConfig pc;
+  pc.shared_clock = shared_clock;
   pc.nranks = nranks;
   pc.bytes = bytes;
   // An exchange must be decided before the next one begins (at most one in flight).
@@ -148,11 +150,11 @@ StragglerPolicy make_policy(int lag, bool start_with_native, int nranks, std::si
 }  // namespace
 
 AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
-                       const Options& o, AutoHost& host)
+                       const Options& o, AutoHost& host, bool shared_clock)
     : timer_(engine.make_timer()), api_(api), rank_(rank), nranks_(nranks),
       options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
-      policy_(make_policy(timer_->measurement_lag(), engine.auto_starts_with_native(), nranks, count * size_of(dtype),
-                          options_)) {
+      policy_(make_policy(timer_->measurement_lag(), engine.auto_starts_with_native(),
+                          shared_clock && timer_->entries_on_host_clock(), nranks, count * size_of(dtype), options_)) {
   const std::vector<Algorithm>& candidates = policy_.config().candidates;
   may_run_native_ = std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end();
   exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));
@@ -207,7 +209,8 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s) {
   const int lag = timer.measurement_lag();
   if (in_flight_ && ++in_flight_age_ >= lag) finish_exchange(host, timeout_s);
   while (untaken_ > lag) {
-    policy_.record(timer.take_time(timeout_s));
+    const CallTime t = timer.take_time(timeout_s);
+    policy_.record(t.seconds, t.entry_ns);
     --untaken_;
     if (policy_.exchange_due()) {
       policy_.fill_exchange(exchange_, rank_);

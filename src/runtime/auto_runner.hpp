@@ -49,11 +49,13 @@ class AutoHost {
 
 class AutoRunner {
  public:
-  // `o`: the configuration's options with auto's cost model (with_auto_cost).
+  // `o`: the configuration's options with auto's cost model (with_auto_cost). `shared_clock`:
+  // every rank reads one monotonic clock (Engine::clock_id), so where the engine's timer reads it
+  // too, the policy gets each call's exact exposed time (PolicyConfig::shared_clock).
   // Builds every plan auto may run now (through host.plan), sizes the timer's exchange and the
   // engine's native buffers: later calls allocate nothing.
   AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
-             const Options& o, AutoHost& host);
+             const Options& o, AutoHost& host, bool shared_clock = false);
   // One call: the policy's choice, run through host.run, timed, exchanged and decided when due.
   // Returns what ran. Every rank makes the same calls at the same call index.
   Choice call(AutoHost& host, double timeout_s);

@@ -35,15 +35,17 @@ void HostCallTimer::time_begin() { start_ns_ = now_ns(); }
 void HostCallTimer::time_end() {
   if (times_ == static_cast<int>(std::size(times_ns_)))
     throw Error(ErrorCode::Internal, "HostCallTimer: more timed calls than measurement_lag() allows");
+  starts_ns_[times_] = start_ns_;
   times_ns_[times_++] = now_ns() - start_ns_;
 }
 
-double HostCallTimer::take_time(double) {
+CallTime HostCallTimer::take_time(double) {
   if (times_ == 0) throw Error(ErrorCode::Internal, "HostCallTimer: no timed call to take");
-  const std::int64_t ns = times_ns_[0];
+  const CallTime t{static_cast<double>(times_ns_[0]) * 1e-9, starts_ns_[0]};
   std::copy(times_ns_ + 1, times_ns_ + times_, times_ns_);
+  std::copy(starts_ns_ + 1, starts_ns_ + times_, starts_ns_);
   --times_;
-  return static_cast<double>(ns) * 1e-9;
+  return t;
 }
 
 void HostCallTimer::exchange_begin(std::span<std::int64_t> values, double timeout_s) {

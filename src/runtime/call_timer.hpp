@@ -15,6 +15,12 @@ namespace stragglar::detail {
 
 class Engine;
 
+// One timed call, as take_time delivers it.
+struct CallTime {
+  double seconds = 0;          // inside the data phase on this rank
+  std::int64_t entry_ns = -1;  // its start on the host's steady clock (entries_on_host_clock()); else -1
+};
+
 class CallTimer {
  public:
   virtual ~CallTimer() = default;
@@ -27,9 +33,12 @@ class CallTimer {
   // Around the data phase of one call.
   virtual void time_begin() = 0;
   virtual void time_end() = 0;
-  // The time of the oldest timed call not taken yet, in seconds; waits at most timeout_s (the
-  // session's) for it.
-  virtual double take_time(double timeout_s) = 0;
+  // The time of the oldest timed call not taken yet; waits at most timeout_s (the session's) for it.
+  virtual CallTime take_time(double timeout_s) = 0;
+  // Whether take_time gives each call's entry on the host's steady clock — one clock for every
+  // process of a host, so ranks on one host can order their entries and exits (auto's
+  // PolicyConfig::shared_clock). A GPU stream's time (CUDA events) has no such clock.
+  virtual bool entries_on_host_clock() const = 0;
   // The element-wise max of `values` over ranks: begun after a call's data phase (every rank is
   // there), its result written back into `values` by exchange_end, measurement_lag() calls later.
   // Waits at most timeout_s (the session's).
@@ -50,7 +59,8 @@ class HostCallTimer final : public CallTimer {
   void reserve_exchange(std::size_t values) override;
   void time_begin() override;
   void time_end() override;
-  double take_time(double timeout_s) override;
+  CallTime take_time(double timeout_s) override;
+  bool entries_on_host_clock() const override { return true; }
   void exchange_begin(std::span<std::int64_t> values, double timeout_s) override;
   void exchange_end(std::span<std::int64_t> values, double timeout_s) override;
 
@@ -58,7 +68,8 @@ class HostCallTimer final : public CallTimer {
   Engine& engine_;
   int lag_;
   std::int64_t start_ns_ = 0;
-  std::int64_t times_ns_[kMaxLag + 1] = {};  // host times of calls not taken yet
+  std::int64_t times_ns_[kMaxLag + 1] = {};   // host times of calls not taken yet
+  std::int64_t starts_ns_[kMaxLag + 1] = {};  // and their entries
   int times_ = 0;
   std::vector<std::int64_t> exchanged_;  // the exchange's result, until exchange_end
 };

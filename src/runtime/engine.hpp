@@ -103,6 +103,9 @@ class Engine {
   // Where this rank runs, for the hosts of the communicator (hosts.hpp): equal on the ranks of
   // one host. The default is the host name's hash; test engines give threads hosts of their own.
   virtual std::int64_t host_id() const { return this_host_id(); }
+  // Which monotonic clock this rank's host timer reads (hosts.hpp this_clock_id): ranks with equal
+  // ids order their calls' entries and exits on it (auto's exact exposed time); -1: none shared.
+  virtual std::int64_t clock_id() const { return this_clock_id(); }
 };
 
 }  // namespace stragglar::detail

@@ -5,15 +5,32 @@
 
 #include <climits>
 #include <cstddef>
+#include <fstream>
+#include <string>
+#include <string_view>
 
 namespace stragglar::detail {
+namespace {
+
+std::int64_t hash63(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return static_cast<std::int64_t>(h >> 1);
+}
+
+}  // namespace
 
 std::int64_t this_host_id() {
   char name[HOST_NAME_MAX + 1] = {};
   if (gethostname(name, sizeof name - 1) != 0) return 0;  // unknown: every such rank one host
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits
-  for (const char* p = name; *p; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
-  return static_cast<std::int64_t>(h >> 1);
+  return hash63(name);
+}
+
+std::int64_t this_clock_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (!(in >> id) || id.empty()) return -1;
+  return hash63(id);
 }
 
 int host_major_ranks_per_host(std::span<const std::int64_t> host_of_rank) {

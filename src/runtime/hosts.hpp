@@ -10,6 +10,13 @@ namespace stragglar::detail {
 // name, so each "host" of scripts/cluster.sh is one). Equal on every rank of one host.
 std::int64_t this_host_id();
 
+// This process's monotonic clock, as a non-negative 63-bit hash of the running kernel's boot id
+// (/proc/sys/kernel/random/boot_id): processes with equal ids read one CLOCK_MONOTONIC (the
+// clock std::chrono::steady_clock reads), containers and network namespaces of one machine
+// included, so their timestamps compare. -1 when the boot id cannot be read (then no two
+// processes are taken to share a clock).
+std::int64_t this_clock_id();
+
 // From every rank's host id (index = rank): the ranks per host when the job spans at least two
 // hosts of equally many ranks, numbered host-major (rank r on host r / R, the layout
 // `hierarchical` and CostModel::ranks_per_host describe); else 0 (one host, uneven hosts, or

@@ -121,7 +121,8 @@ class Session {
   // Whether the session itself copies it for such a call (Engine::buffers_on_error: a native
   // that stages is told instead, native_allreduce's keep_buffer).
   bool session_keeps_copy(bool native) const;
-  // Every rank's host, exchanged at the session's first call (hosts.hpp): ranks_per_host_.
+  // Every rank's host and clock, exchanged at the session's first call (hosts.hpp): ranks_per_host_,
+  // shared_clock_.
   void discover_hosts();
   void agree_or_break(std::span<std::int64_t> values, const char* what);
   [[noreturn]] void throw_broken() const;
@@ -142,6 +143,7 @@ class Session {
   double timeout_s_;
   bool hosts_known_ = false;
   int ranks_per_host_ = 0;  // host_major_ranks_per_host of this communicator; 0: one host or no layout
+  bool shared_clock_ = false;  // every rank reads one monotonic clock (Engine::clock_id)
   void* scratch_ = nullptr;
   std::size_t scratch_size_ = 0;
   // The copy of the caller's recvbuf a call puts back if it raises (keeps_buffers; issue #22).

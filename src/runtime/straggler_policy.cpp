@@ -99,7 +99,8 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   check_int(c.settled_exchange_every == 0 || (c.settled_exchange_every >= window_ && c.settled_exchange_every <= c.period),
             "settled_exchange_every", c.settled_exchange_every, "0 (= exchange_every) or exchange_every to period calls");
   settled_window_ = c.settled_exchange_every > 0 ? c.settled_exchange_every : window_;
-  slots_ = std::max(converging_window_, settled_window_) + 1;
+  entry_slot_ = std::max(converging_window_, settled_window_);
+  slots_ = entry_slot_ * (c.shared_clock ? 2 : 1) + 1;
   check_int(c.min_samples >= 1, "min_samples", c.min_samples, "an integer >= 1");
   check_int(c.history >= c.min_samples && c.history <= 1000, "history", c.history,
             "an integer from min_samples to 1000");
@@ -153,6 +154,7 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   window_set_slot_.reserve(P);
   set_gaps_.reserve(P);
   plan_.reserve(K + P + 1);
+  if (c.shared_clock) clocked_.reserve(static_cast<std::size_t>(exchange_size()));
   check_int(c.initial_straggler >= -1 && c.initial_straggler < c.nranks, "initial_straggler", c.initial_straggler,
             "a rank in [0, nranks) or -1");
   // The caller's hint (else the API's default, rank n-1) until a late rank is measured.
@@ -294,13 +296,13 @@ Choice StragglerPolicy::begin_call() {
   // Budgets count calls run, not planned: a plan replaced within a block (a switch) ran less.
   if (exploring) ++cands_[static_cast<std::size_t>(cand)].burst_calls;
   const Choice c = choice_of(cand);
-  slot(begun_) = {cand, c.straggler, cands_[static_cast<std::size_t>(cand)].uses_set ? target_set_ : -1, -1};
+  slot(begun_) = {cand, c.straggler, cands_[static_cast<std::size_t>(cand)].uses_set ? target_set_ : -1, -1, -1};
   ++begun_;
   update_next();
   return c;
 }
 
-void StragglerPolicy::record(double seconds_in_call) {
+void StragglerPolicy::record(double seconds_in_call, std::int64_t entry_ns) {
   // Runs every call: the messages are built only when a check fails.
   if (recorded_ >= begun_)
     throw Error(ErrorCode::InvalidUsage, "straggler policy: record() of call " + std::to_string(recorded_) +
@@ -308,8 +310,12 @@ void StragglerPolicy::record(double seconds_in_call) {
   if (!(std::isfinite(seconds_in_call) && seconds_in_call >= 0))
     throw Error(ErrorCode::InvalidUsage, "straggler policy: time in call " + fmt_double(seconds_in_call) +
                                              " s is not valid, expected seconds >= 0");
+  if (config_.shared_clock && entry_ns < 0)
+    throw Error(ErrorCode::InvalidUsage, "straggler policy: entry time " + std::to_string(entry_ns) + " ns of call " +
+                                             std::to_string(recorded_) + ", expected >= 0 (shared_clock)");
   // Capped at 10^6 s so nanoseconds stay far from int64 overflow.
   slot(recorded_).ns = std::llround(std::min(seconds_in_call, 1e6) * 1e9);
+  slot(recorded_).entry_ns = entry_ns;
   ++recorded_;
 }
 
@@ -347,7 +353,10 @@ void StragglerPolicy::fill_exchange(std::span<std::int64_t> all, int rank) {
   if (rank < 0 || rank >= config_.nranks) check_int(false, "rank", rank, "a rank in [0, nranks)");
   std::fill(all.begin(), all.end(), std::int64_t{-1});
   const std::size_t base = static_cast<std::size_t>(rank) * static_cast<std::size_t>(slots_per_rank());
-  for (int j = 0; j < slots_ - 1; ++j) all[base + static_cast<std::size_t>(j)] = j < window_ ? slot(filled_ + j).ns : 0;
+  for (int j = 0; j < entry_slot_; ++j) all[base + static_cast<std::size_t>(j)] = j < window_ ? slot(filled_ + j).ns : 0;
+  if (config_.shared_clock)
+    for (int j = 0; j < entry_slot_; ++j)
+      all[base + static_cast<std::size_t>(entry_slot_ + j)] = j < window_ ? slot(filled_ + j).entry_ns : 0;
   all[base + static_cast<std::size_t>(slots_ - 1)] = static_cast<std::int64_t>(window_digest(filled_));
   filled_ += window_;
 }
@@ -562,6 +571,22 @@ void StragglerPolicy::plan_exploration(int best) {
   }
 }
 
+// shared_clock: every rank's in-call time of each call of the window replaced by the latest exit
+// − its entry — what it would have spent had everyone left together. The shortest is then the
+// call's exposed time (latest exit − latest entry) and their differences the arrival gaps, so the
+// rest of decide() reads them as it reads in-call times without a shared clock.
+std::span<const std::int64_t> StragglerPolicy::exact_in_call_times(std::span<const std::int64_t> all) {
+  const int n = config_.nranks, S = slots_per_rank();
+  clocked_.assign(all.begin(), all.end());
+  const auto idx = [S](int r, int j) { return static_cast<std::size_t>(r * S + j); };
+  for (int j = 0; j < window_; ++j) {
+    std::int64_t last_exit = std::numeric_limits<std::int64_t>::min();
+    for (int r = 0; r < n; ++r) last_exit = std::max(last_exit, all[idx(r, entry_slot_ + j)] + all[idx(r, j)]);
+    for (int r = 0; r < n; ++r) clocked_[idx(r, j)] = last_exit - all[idx(r, entry_slot_ + j)];
+  }
+  return clocked_;
+}
+
 bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
   const int n = config_.nranks, P = config_.period, W = window_, S = slots_per_rank();
   require(filled_ > decided_, "straggler policy: decide() without a filled exchange, expected fill_exchange() first");
@@ -586,6 +611,7 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
                       std::to_string(first) + ".." + std::to_string(first + W - 1) + " than this rank, expected every rank "
                       "to call begin_call/record/fill_exchange/decide at the same calls");
   }
+  if (config_.shared_clock) all = exact_in_call_times(all);  // `at` reads the exact times from here on
 
   // Per call: who arrived last, by how much, and the exposed time.
   // Per-window buffers are members: their capacity is reused, so deciding allocates nothing
@@ -846,15 +872,7 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       e += "; ranks " + to_string(Choice{Algorithm::stragglar_k, -1, set_span(late_set_)}) + " arrived last together in " +
            std::to_string(late_set_count) + " calls, " + ms(delay_set) + " after the others";
     e += ", median delay " + ms(delay_s_) + "; estimated exposed time now:";
-    for (std::size_t k = 0; k < cands_.size(); ++k) {
-      const Estimate& x = est_[k];
-      e += std::string(k ? "," : "") + " " + stragglar::to_string(cands_[k].algorithm) + " " +
-           (std::isfinite(x.value) ? ms(x.value) : std::string("unknown")) + " (" +
-           (cands_[k].samples.empty() ? std::string("model")
-                                      : std::to_string(x.fresh) + " fresh of " + std::to_string(cands_[k].samples.size()) +
-                                            " measurements") +
-           ")";
-    }
+    append_estimates(e);
     evidence_ = e;
   }
   if (config_.keep_trace) trace_decision(first);
@@ -872,16 +890,24 @@ void StragglerPolicy::trace_decision(std::int64_t first) {
     if (q > plan_pos_) trace_ += ", ";
     trace_ += to_string(choice_of(plan_[q]));
   }
-  std::snprintf(buf, sizeof buf, "], late rank %d, delay %.3f ms, noise %.1f%%, exchange every %d; estimates:", late_,
-                delay_s_ * 1e3, noise_ * 100, window_);
+  std::snprintf(buf, sizeof buf, "], late rank %d, delay %.3f ms, noise %.1f%%, exchange every %d, exposed time %s; estimates:",
+                late_, delay_s_ * 1e3, noise_ * 100, window_,
+                config_.shared_clock ? "exact (one clock)" : "the shortest in-call time");
   trace_ += buf;
+  append_estimates(trace_);
+}
+
+// " stragglar 84.250 ms (1 fresh of 2, model 80.1 ms), ring ...": every candidate's estimate, the
+// measurements behind it and the model's prediction (the INFO evidence and the TRACE line).
+void StragglerPolicy::append_estimates(std::string& out) const {
+  char buf[160];
   for (std::size_t k = 0; k < cands_.size(); ++k) {
     const Estimate& x = est_[k];
     const char* name = stragglar::to_string(cands_[k].algorithm);
     const char* sep = k + 1 < cands_.size() ? "," : "";
     if (cands_[k].uses_set && !available(static_cast<int>(k))) {  // no late set to tell it yet
       std::snprintf(buf, sizeof buf, " %s not a candidate now%s", name, sep);
-      trace_ += buf;
+      out += buf;
       continue;
     }
     char value[32] = "unknown", model[32] = "no model";  // native has no schedule to simulate
@@ -889,7 +915,7 @@ void StragglerPolicy::trace_decision(std::int64_t first) {
     if (std::isfinite(x.predicted)) std::snprintf(model, sizeof model, "model %.3f ms", x.predicted * 1e3);
     std::snprintf(buf, sizeof buf, " %s %s (%d fresh of %zu, %s)%s", name, value, x.fresh, cands_[k].samples.size(), model,
                   sep);
-    trace_ += buf;
+    out += buf;
   }
 }
 

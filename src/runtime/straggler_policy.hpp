@@ -7,7 +7,8 @@
 // Per call, on every rank, in the same order:
 //   Choice c = policy.begin_call();          // what this call runs (identical on every rank)
 //   ... run c ...
-//   policy.record(seconds_in_call);          // this rank's entry-to-exit time of that call
+//   policy.record(seconds_in_call, entry_ns); // this rank's entry-to-exit time of that call
+                                             // (and its entry on the shared clock, shared_clock)
 //   if (policy.exchange_due()) {             // after every P-th recorded call
 //     policy.fill_exchange(values, rank);    // nranks × slots_per_rank() int64, rank-major
 //     engine.agree_max(values);              // element-wise max over ranks = an allgather
@@ -83,6 +84,15 @@ struct PolicyConfig {
   // The first call follows a synchronisation (the core's agreement of a new configuration):
   // nobody is late in it, so it counts for no vote and measures only straggler-agnostic choices.
   bool first_call_synchronised = false;
+  // Every rank's entry times read one clock (the ranks share a host and time calls on its steady
+  // clock: record()'s entry_ns). Each call's entry is exchanged beside its in-call time, so a call's
+  // exposed time is exact — the latest exit − the latest entry — and arrivals are ordered by entry.
+  // Without it both come from in-call times alone, assuming every rank leaves the call together:
+  // the shortest in-call time is then the exposed time. Measured false for a native AllReduce on
+  // the 2-core VM (Open MPI, 8 ranks, 16 MiB, nobody late): its ranks leave up to ~8 ms apart in a
+  // ~27 ms call, so the shortest in-call time was ~19 ms and native looked ~30 % faster than it ran
+  // (docs/auto.md "Measuring a call").
+  bool shared_clock = false;
   // Start with the engine's native (a candidate) instead of the model's best, and keep it until a
   // schedule is measured faster: the GPU engines' choice, where the native collective
   // (ncclAllReduce: many channels, fused reduction) beats every schedule of point-to-point rounds
@@ -147,7 +157,9 @@ class StragglerPolicy {
   // This rank's time inside the oldest begun, unrecorded call: from its entry to its exit of
   // the data phase (not the exchange, not plan building). Throws Error(InvalidUsage) for a
   // negative or non-finite time or when no call is waiting for its time.
-  void record(double seconds_in_call);
+  // `entry_ns`: the call's entry on the clock every rank shares (config.shared_clock; ignored
+  // without it); throws Error(InvalidUsage) when shared_clock and it is negative.
+  void record(double seconds_in_call, std::int64_t entry_ns = -1);
 
   // exchange_every recorded calls wait to be exchanged.
   bool exchange_due() const noexcept;
@@ -155,7 +167,8 @@ class StragglerPolicy {
   // settled_exchange_every once settled.
   int window_calls() const noexcept { return window_; }
   // int64 slots each rank contributes, the same at every exchange: room for the longest
-  // window's in-call times (ns; a shorter window leaves the rest 0), then the window's digest.
+  // window's in-call times (ns; a shorter window leaves the rest 0), as many entry times with
+  // shared_clock, then the window's digest.
   int slots_per_rank() const noexcept { return slots_; }
   int exchange_size() const noexcept { return config_.nranks * slots_per_rank(); }
   // Writes the whole exchange array (exchange_size() values, rank-major): this rank's slots, -1
@@ -216,6 +229,7 @@ class StragglerPolicy {
     int straggler;
     int set;  // index into late_sets_ of the set it was told, -1: none
     std::int64_t ns;  // -1 until recorded
+    std::int64_t entry_ns;  // shared_clock: its entry on that clock
   };
   struct Estimate {
     double value = 0;      // seconds; NaN: unknown
@@ -248,14 +262,17 @@ class StragglerPolicy {
   };
   Regimes regime_mixture(std::size_t k, double delay_target_s, double persistence);
   bool significant_gap(double gap_s, double exposed_s) const;
+  std::span<const std::int64_t> exact_in_call_times(std::span<const std::int64_t> all);
   void plan_exploration(int best);
   void trace_decision(std::int64_t first);  // fills trace_ (config.keep_trace)
+  void append_estimates(std::string& out) const;
   void update_next();
 
   PolicyConfig config_;
   int window_ = 1;          // calls in the current exchange window
   int converging_window_ = 1, settled_window_ = 1;  // the window before and after settling
-  int slots_ = 2;           // slots_per_rank(): the longer window + the digest
+  int slots_ = 2;           // slots_per_rank(): the longer window (twice: shared_clock) + the digest
+  int entry_slot_ = 0;      // shared_clock: the first entry-time slot
   std::int64_t decisions_ = 0;
   int quiet_calls_ = 0;     // calls since a decision last changed or explored anything
   Predictor predict_;
@@ -302,6 +319,7 @@ class StragglerPolicy {
   std::vector<double> work_, values_, devs_, gap_, exposed_, score_;
   std::vector<double> right_, wrong_;  // scratch: a straggler-using candidate's samples by regime
   std::vector<int> late_per_call_, count_;
+  std::vector<std::int64_t> clocked_;  // shared_clock: the exchange with in-call times made exact
 };
 
 }  // namespace stragglar::detail
