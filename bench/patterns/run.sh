@@ -9,8 +9,10 @@
 # last); each entry's total is the sum of its two runs. On a shared host the load drifts within a
 # run by more than the 5 % asked for; the mirrored order cancels a drift that is linear in time
 # (an ABBA design), and every auto row starts cold (a new process). ORDERS=1: the first run only.
-# Results: build/patterns/NAME.json (in order) and NAME.reversed.json.
-#   bash bench/patterns/run.sh [FILE...]      (env: NP=8 SIZE=16M WARMUP=2 ORDERS=2 BENCH=./build/stragglar-bench)
+# ROUNDS=R repeats the pair R times (one sweep's noise on the 2-core VM is ±15 % for the same
+# choices; R = 3 narrows it) and sums every run.
+# Results: build/patterns/NAME.json (in order) and NAME.reversed.json; round r > 1: NAME.rR.json, ...
+#   bash bench/patterns/run.sh [FILE...]      (env: NP=8 SIZE=16M WARMUP=2 ORDERS=2 ROUNDS=1 BENCH=./build/stragglar-bench)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 np=${NP:-8}
@@ -26,12 +28,16 @@ for f in "${files[@]}"; do
   name=$(basename "$f" .txt)
   lines=$(grep -cv '^\s*\(#\|$\)' "$f")
   outs=()
-  for order in auto,stragglar,ring,rhd,native native,rhd,ring,stragglar,auto; do
-    [ ${#outs[@]} -lt "$orders" ] || break
-    out=build/patterns/$name$([ ${#outs[@]} -eq 0 ] || echo .reversed)
-    timeout 600 mpirun "${mpi_flags[@]}" -np "$np" "$bench" -b "$size" -e "$size" -d float -n "$lines" -w "${WARMUP:-2}" \
-      -c 1 --calibrate --algo "$order" --delay-pattern "$f" --json "$out.json" > "$out.txt"
-    outs+=("$out.json")
+  for ((round = 1; round <= ${ROUNDS:-1}; ++round)); do
+    runs=0
+    for order in auto,stragglar,ring,rhd,native native,rhd,ring,stragglar,auto; do
+      [ $runs -lt "$orders" ] || break
+      out=build/patterns/$name$([ "$round" -eq 1 ] || echo ".r$round")$([ $runs -eq 0 ] || echo .reversed)
+      timeout 600 mpirun "${mpi_flags[@]}" -np "$np" "$bench" -b "$size" -e "$size" -d float -n "$lines" -w "${WARMUP:-2}" \
+        -c 1 --calibrate --algo "$order" --delay-pattern "$f" --json "$out.json" > "$out.txt"
+      outs+=("$out.json")
+      runs=$((runs + 1))
+    done
   done
   python3 - "$name" "${outs[@]}" <<'PY'
 import json, sys

@@ -214,16 +214,23 @@ void CpuAllreduce::connect(double timeout_s) {
   session_ = std::make_unique<detail::Session>(*engine_, "stragglar.torch all_reduce", kAfterFailure);
 }
 
+bool CpuAllreduce::try_connect(double timeout_s) {
+  constexpr const char* kWhy = "stragglar.torch: the CPU engine could not connect: ";
+  try {
+    connect(timeout_s);
+    return true;
+  } catch (const Error& e) {
+    connect_error_ = Error(e.code(), kWhy + std::string(e.what()));
+  } catch (const std::exception& e) {  // the c10d store's own errors (c10::DistStoreError, ...)
+    connect_error_ = Error(ErrorCode::SystemError, kWhy + std::string(e.what()));
+  }
+  return false;
+}
+
 void CpuAllreduce::connect_now(double timeout_s) {
   std::lock_guard<std::mutex> lock(session_mutex_);
   if (session_ || connect_error_) return;
-  try {
-    connect(timeout_s);
-  } catch (const Error& e) {
-    connect_error_ = Error(e.code(), std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
-  } catch (const std::exception& e) {  // the c10d store's own errors (c10::DistStoreError, ...)
-    connect_error_ = Error(ErrorCode::SystemError, std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
-  }
+  (void)try_connect(timeout_s);  // a failure is kept for the first all_reduce to raise
 }
 
 void CpuAllreduce::execute(const Job& job) {
@@ -233,15 +240,7 @@ void CpuAllreduce::execute(const Job& job) {
     // A failed connect is final: this rank's address key would have to be published anew, and
     // peers that connected already hold endpoints to the old one.
     if (connect_error_) throw Error(connect_error_->code(), connect_error_->what());
-    try {
-      connect(job.timeout_s);
-    } catch (const Error& e) {
-      connect_error_ = Error(e.code(), std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
-      throw *connect_error_;
-    } catch (const std::exception& e) {  // the c10d store's own errors: final too
-      connect_error_ = Error(ErrorCode::SystemError, std::string("stragglar.torch: the CPU engine could not connect: ") + e.what());
-      throw *connect_error_;
-    }
+    if (!try_connect(job.timeout_s)) throw *connect_error_;  // final too
   }
   session_->set_timeout(job.timeout_s);  // every wait of the call, the transport's included
   // Raw memory in, raw memory out: no autograd bookkeeping on the user's tensor (as Gloo).

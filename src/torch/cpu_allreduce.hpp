@@ -101,6 +101,8 @@ class CpuAllreduce {
   void run_queued_until(const CpuAllreduceWork& target);
   void execute(const Job& job);
   void connect(double timeout_s);
+  // connect(), or connect_error_ set to why not (with session_mutex_ held): false.
+  bool try_connect(double timeout_s);
 
   c10::intrusive_ptr<c10d::Store> store_;
   const CallRecords records_;  // a copy: the worker may outlive its group (~ProcessGroupStragglar)
