@@ -523,6 +523,16 @@ void StragglerPolicy::plan_exploration(int best) {
     else if ((have == 0 && std::isfinite(e.predicted) ? e.predicted <= model_band : e.value <= band) && e.fresh == 0)
       calls = std::min(1, config_.min_samples - c.burst_calls);  // one call: more only if it looks faster (below)
     const Estimate& inc = est_[static_cast<std::size_t>(incumbent_)];
+    // A straggler-agnostic candidate measured once, slower than the incumbent by no more than the
+    // noise, where the model ranks it at least level with it: that one run was its first, which
+    // pays first-use costs (its scratch's page faults, the MPI library's first messages of those
+    // sizes; traced on the 2-core VM, `none`: Ring 31.4 ms in its first run against native's 30.9,
+    // then Ring ~25, native ~30). Once more before it is ruled out. (A candidate told a straggler
+    // has the rule below: its one run also depends on who was late.)
+    if (calls <= 0 && !c.uses_straggler && have == 1 && e.fresh == 1 && std::isfinite(inc.value) &&
+        e.value <= inc.value * (1 + config_.switch_margin + 2 * noise_) && std::isfinite(e.predicted) &&
+        std::isfinite(inc.predicted) && e.predicted <= inc.predicted * (1 + config_.switch_margin))
+      calls = std::min(1, config_.min_samples - c.burst_calls);
     // One fresh measurement that contradicts a model gain beyond the model's error (a slow
     // outlier, the noise here being slow calls) is measured once more before it rules the
     // candidate out (issue #23: stragglar-k met an outlier in its single probe).
