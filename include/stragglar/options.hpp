@@ -52,6 +52,9 @@ struct StragglerReport {
   std::int64_t decisions = 0;                  // exchanges of measurements so far
   int ranks_per_host = 0;                      // the communicator's hosts (2+ host-major hosts of
                                                // this many ranks; hierarchical's), 0: one host or none such
+  bool exposed_time_exact = false;             // auto measures each call's exposed time on one clock
+                                               // (every rank on one machine, a host engine), not
+                                               // estimated from in-call times (docs/auto.md)
 };
 
 // Options{} with the STRAGGLAR_ALGORITHM, STRAGGLAR_STRAGGLER and STRAGGLAR_PIPELINE

@@ -264,6 +264,7 @@ StragglerReport AutoRunner::report(int nranks) const {
   if (p.scores().size() == r.scores.size()) r.scores = p.scores();
   r.calls = p.calls_begun();
   r.decisions = p.decisions();
+  r.exposed_time_exact = p.config().shared_clock;
   return r;
 }
 

@@ -286,15 +286,15 @@ void Session::agree_or_break(std::span<std::int64_t> values, const char* what) {
 void Session::discover_hosts() {
   hosts_known_ = true;
   if (nranks_ < 2) return;
-  // Slots [0, n): host ids; [n, 2n): clock ids (+1, so that -1, none, still loses the max).
+  // Slots [0, n): host ids; [n, 2n): clock ids (-1: none, as the max's neutral value).
   const auto n = static_cast<std::size_t>(nranks_), me = static_cast<std::size_t>(rank_);
   std::vector<std::int64_t> ids(2 * n, -1);
   ids[me] = engine_.host_id();
-  ids[n + me] = engine_.clock_id() + 1;
+  ids[n + me] = engine_.clock_id();
   agree_or_break(ids, "the exchange of host names at this communicator's first call");
   const std::span<const std::int64_t> host(ids.data(), n), clock(ids.data() + n, n);
   ranks_per_host_ = host_major_ranks_per_host(host);
-  shared_clock_ = clock[0] > 0 && std::all_of(clock.begin(), clock.end(), [&](std::int64_t c) { return c == clock[0]; });
+  shared_clock_ = clock[0] >= 0 && std::all_of(clock.begin(), clock.end(), [&](std::int64_t c) { return c == clock[0]; });
   if (env().debug_info && rank_ == 0)
     std::fprintf(stderr, "stragglar INFO: %s n=%d: %s\n", api_, nranks_,
                  ranks_per_host_ ? ("hosts: " + std::to_string(nranks_ / ranks_per_host_) + " of " +

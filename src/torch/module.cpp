@@ -79,6 +79,7 @@ py::dict report_dict(const GroupReport& r) {
   automatic["scores"] = a.scores;
   automatic["calls"] = a.calls;
   automatic["decisions"] = a.decisions;
+  automatic["exposed_time_exact"] = a.exposed_time_exact;  // measured on one clock (docs/auto.md)
   d["auto"] = automatic;
   return d;
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/element.hpp"
+#include "runtime/hosts.hpp"
 #include "runtime/session.hpp"
 #include "runtime/transport_agreement.hpp"
 #include "runtime/transport_allreduce.hpp"
@@ -734,6 +735,40 @@ TEST(Session, HostsOfTheCommunicatorAreFoundAtItsFirstCall) {
       EXPECT_EQ(seen[static_cast<std::size_t>(r)], l.want) << l.name << " rank " << r;
       EXPECT_EQ(reported[static_cast<std::size_t>(r)], l.want) << l.name << " rank " << r;
     }
+  }
+}
+
+// auto measures a call's exposed time exactly when every rank reads one clock (docs/auto.md
+// "Measuring a call on one clock"): threads of one process do; threads given clocks of their own,
+// or one rank without a known clock, do not (the in-call estimate). Exact results either way.
+TEST(Session, AutoMeasuresOnOneClockOnlyWhenEveryRankSharesIt) {
+  if (detail::this_clock_id() < 0) GTEST_SKIP() << "no /proc/sys/kernel/random/boot_id here";
+  const int n = 4;
+  const std::size_t count = 100003;
+  struct Layout {
+    const char* name;
+    std::function<std::int64_t(int)> clock;
+    bool want;
+  };
+  const Layout layouts[] = {{"one process", [](int) { return ThreadEngine::kProcessClock; }, true},
+                            {"a clock per rank", [](int r) { return std::int64_t{100 + r}; }, false},
+                            {"rank 2 without a clock", [](int r) { return r == 2 ? -1 : ThreadEngine::kProcessClock; }, false}};
+  for (const Layout& l : layouts) {
+    std::vector<int> exact(n, -7);
+    const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
+      e.clock = l.clock(r);
+      std::vector<float> buf(count);
+      Options o;
+      o.algorithm = Algorithm::automatic;
+      for (int call = 0; call < 3; ++call) {
+        std::fill(buf.begin(), buf.end(), static_cast<float>(r + 1));
+        s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
+        for (std::size_t i = 0; i < count; i += 997) ASSERT_EQ(buf[i], static_cast<float>(n * (n + 1) / 2));
+      }
+      exact[static_cast<std::size_t>(r)] = s.auto_report().exposed_time_exact ? 1 : 0;
+    });
+    for (const std::string& e : errors) ASSERT_EQ(e, "") << l.name;
+    for (int r = 0; r < n; ++r) EXPECT_EQ(exact[static_cast<std::size_t>(r)], l.want ? 1 : 0) << l.name << " rank " << r;
   }
 }
 

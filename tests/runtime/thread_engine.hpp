@@ -82,6 +82,10 @@ class ThreadEngine final : public detail::Engine {
   // Threads of one process share a host name: a test may give each its own host.
   std::int64_t host_id() const override { return host >= 0 ? host : Engine::host_id(); }
   std::int64_t host = -1;
+  // Threads share the process's clock: a test may give each its own (-1: none known).
+  std::int64_t clock_id() const override { return clock != kProcessClock ? clock : Engine::clock_id(); }
+  static constexpr std::int64_t kProcessClock = -2;
+  std::int64_t clock = kProcessClock;
   int tag() const { return transport_.tag(); }
 
   void agree_max(std::span<std::int64_t> values, double) override {
