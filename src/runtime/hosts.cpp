@@ -30,6 +30,10 @@ std::int64_t this_clock_id() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::string id;
   if (!(in >> id) || id.empty()) return -1;
+  // A time namespace (Linux 5.6+: `unshare --time`, CRIU) shifts CLOCK_MONOTONIC under the same
+  // boot id: its offsets are part of the clock's identity.
+  std::ifstream offsets("/proc/self/timens_offsets");
+  for (std::string word; offsets >> word;) id += " " + word;
   return hash63(id);
 }
 

@@ -11,9 +11,10 @@ namespace stragglar::detail {
 std::int64_t this_host_id();
 
 // This process's monotonic clock, as a non-negative 63-bit hash of the running kernel's boot id
-// (/proc/sys/kernel/random/boot_id): processes with equal ids read one CLOCK_MONOTONIC (the
-// clock std::chrono::steady_clock reads), containers and network namespaces of one machine
-// included, so their timestamps compare. -1 when the boot id cannot be read (then no two
+// (/proc/sys/kernel/random/boot_id) and its time namespace's offsets (/proc/self/timens_offsets,
+// where the kernel has them): processes with equal ids read one CLOCK_MONOTONIC (the clock
+// std::chrono::steady_clock reads) — threads, processes, containers and network namespaces of
+// one machine — so their timestamps compare. -1 when the boot id cannot be read (then no two
 // processes are taken to share a clock).
 std::int64_t this_clock_id();
 

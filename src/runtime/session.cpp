@@ -281,8 +281,8 @@ void Session::agree_or_break(std::span<std::int64_t> values, const char* what) {
 }
 
 // At the session's first call, whatever its arguments (so every rank runs it, before the
-// argument check's agreement): every rank's host id, by the same bounded agreement (a max over
-// ranks of one slot each). A few bytes per rank, once per communicator.
+// argument check's agreement): every rank's host id and clock id, by the same bounded agreement
+// (a max over ranks of two slots each). 16 bytes per rank, once per communicator.
 void Session::discover_hosts() {
   hosts_known_ = true;
   if (nranks_ < 2) return;
@@ -291,7 +291,7 @@ void Session::discover_hosts() {
   std::vector<std::int64_t> ids(2 * n, -1);
   ids[me] = engine_.host_id();
   ids[n + me] = engine_.clock_id();
-  agree_or_break(ids, "the exchange of host names at this communicator's first call");
+  agree_or_break(ids, "the exchange of host and clock ids at this communicator's first call");
   const std::span<const std::int64_t> host(ids.data(), n), clock(ids.data() + n, n);
   ranks_per_host_ = host_major_ranks_per_host(host);
   shared_clock_ = clock[0] >= 0 && std::all_of(clock.begin(), clock.end(), [&](std::int64_t c) { return c == clock[0]; });

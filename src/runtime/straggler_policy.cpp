@@ -11,7 +11,10 @@
 // This holds whatever ran: under ring/rhd/native the others wait inside the call; under
 // StragglAR with the right straggler they run the ReduceScatter meanwhile (their in-call time
 // is max(RS, delay) + rest, the straggler's max(RS − delay, 0) + rest); with the wrong
-// straggler everyone waits for the late rank and no overlap happens.
+// straggler everyone waits for the late rank and no overlap happens. Where ranks do not leave
+// together (a native AllReduce on a loaded host) the estimate is low; with config.shared_clock
+// the in-call times are first made exact (latest exit − entry, exact_in_call_times) and the
+// same three lines are then exact.
 #include "runtime/straggler_policy.hpp"
 
 #include <algorithm>
@@ -27,6 +30,8 @@ namespace stragglar::detail {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// shared_clock entry times: at most 2^62 ns, so entry + in-call time (<= 10^15 ns) never overflows.
+constexpr std::int64_t kMaxEntryNs = std::int64_t{1} << 62;
 
 // The element at (size - 1) / divisor in sorted order, computed in `work` (its capacity is
 // reused: deciding makes no heap allocation once the buffers have grown).
@@ -310,9 +315,9 @@ void StragglerPolicy::record(double seconds_in_call, std::int64_t entry_ns) {
   if (!(std::isfinite(seconds_in_call) && seconds_in_call >= 0))
     throw Error(ErrorCode::InvalidUsage, "straggler policy: time in call " + fmt_double(seconds_in_call) +
                                              " s is not valid, expected seconds >= 0");
-  if (config_.shared_clock && entry_ns < 0)
+  if (config_.shared_clock && (entry_ns < 0 || entry_ns > kMaxEntryNs))
     throw Error(ErrorCode::InvalidUsage, "straggler policy: entry time " + std::to_string(entry_ns) + " ns of call " +
-                                             std::to_string(recorded_) + ", expected >= 0 (shared_clock)");
+                                             std::to_string(recorded_) + ", expected 0 to 2^62 ns (shared_clock)");
   // Capped at 10^6 s so nanoseconds stay far from int64 overflow.
   slot(recorded_).ns = std::llround(std::min(seconds_in_call, 1e6) * 1e9);
   slot(recorded_).entry_ns = entry_ns;
@@ -329,6 +334,7 @@ std::uint64_t StragglerPolicy::window_digest(std::int64_t first_call) const {
   };
   mix(first_call);
   mix(config_.nranks);
+  mix(slots_);  // the layout (shared_clock doubles it): ranks must agree on it
   mix(config_.period);
   mix(window_);
   for (int j = 0; j < window_; ++j) {

@@ -8,7 +8,7 @@
 //   Choice c = policy.begin_call();          // what this call runs (identical on every rank)
 //   ... run c ...
 //   policy.record(seconds_in_call, entry_ns); // this rank's entry-to-exit time of that call
-                                             // (and its entry on the shared clock, shared_clock)
+//                                             // (and its entry on the shared clock, shared_clock)
 //   if (policy.exchange_due()) {             // after every P-th recorded call
 //     policy.fill_exchange(values, rank);    // nranks × slots_per_rank() int64, rank-major
 //     engine.agree_max(values);              // element-wise max over ranks = an allgather
@@ -158,7 +158,7 @@ class StragglerPolicy {
   // the data phase (not the exchange, not plan building). Throws Error(InvalidUsage) for a
   // negative or non-finite time or when no call is waiting for its time.
   // `entry_ns`: the call's entry on the clock every rank shares (config.shared_clock; ignored
-  // without it); throws Error(InvalidUsage) when shared_clock and it is negative.
+  // without it); throws Error(InvalidUsage) when shared_clock and it is negative or above 2^62.
   void record(double seconds_in_call, std::int64_t entry_ns = -1);
 
   // exchange_every recorded calls wait to be exchanged.
@@ -207,7 +207,7 @@ class StragglerPolicy {
 
  private:
   struct Sample {
-    double exposed_s;    // measured: the shortest in-call time of the call
+    double exposed_s;    // measured: the shortest in-call time of the call (exact on a shared clock)
     double predicted_s;  // the model at the overlap this choice could use in that call; NaN: none
     std::int64_t window; // decision index it came in
     bool first_use;      // taken in the configuration's first call (first-use costs): replaced by the next

@@ -701,6 +701,20 @@ TEST(Session, AutoSmallMessageGateFollowsTheEnginesCostModelOnEveryRank) {
 }
 
 // ---- hosts (issue #23): exchanged at the first call, given to auto's cost model --------------------
+// Three in-place auto calls of `count` floats on rank r of n (rank r contributes r + 1), each
+// result checked: what the host and clock tests below run.
+void three_checked_auto_calls(int r, int n, detail::Session& s, std::size_t count) {
+  std::vector<float> buf(count);
+  Options o;
+  o.algorithm = Algorithm::automatic;
+  for (int call = 0; call < 3; ++call) {
+    std::fill(buf.begin(), buf.end(), static_cast<float>(r + 1));
+    s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
+    for (std::size_t i = 0; i < count; i += 997) ASSERT_EQ(buf[i], static_cast<float>(n * (n + 1) / 2));
+  }
+}
+
+
 // Threads given hosts of their own (ThreadEngine::host): host-major hosts of 4 make every rank
 // see 4 ranks per host (auto's hierarchical candidate and cost model take it; the report shows
 // it); interleaved hosts, or one host, give 0. Results stay exact either way.
@@ -719,14 +733,7 @@ TEST(Session, HostsOfTheCommunicatorAreFoundAtItsFirstCall) {
     std::vector<int> seen(n, -7), reported(n, -7);
     const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
       e.host = l.host(r);
-      std::vector<float> buf(count, static_cast<float>(r + 1));
-      Options o;
-      o.algorithm = Algorithm::automatic;
-      for (int call = 0; call < 3; ++call) {
-        std::fill(buf.begin(), buf.end(), static_cast<float>(r + 1));
-        s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
-        for (std::size_t i = 0; i < count; i += 997) ASSERT_EQ(buf[i], static_cast<float>(n * (n + 1) / 2));
-      }
+      three_checked_auto_calls(r, n, s, count);
       seen[static_cast<std::size_t>(r)] = s.ranks_per_host();
       reported[static_cast<std::size_t>(r)] = s.auto_report().ranks_per_host;
     });
@@ -757,14 +764,7 @@ TEST(Session, AutoMeasuresOnOneClockOnlyWhenEveryRankSharesIt) {
     std::vector<int> exact(n, -7);
     const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine& e) {
       e.clock = l.clock(r);
-      std::vector<float> buf(count);
-      Options o;
-      o.algorithm = Algorithm::automatic;
-      for (int call = 0; call < 3; ++call) {
-        std::fill(buf.begin(), buf.end(), static_cast<float>(r + 1));
-        s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
-        for (std::size_t i = 0; i < count; i += 997) ASSERT_EQ(buf[i], static_cast<float>(n * (n + 1) / 2));
-      }
+      three_checked_auto_calls(r, n, s, count);
       exact[static_cast<std::size_t>(r)] = s.auto_report().exposed_time_exact ? 1 : 0;
     });
     for (const std::string& e : errors) ASSERT_EQ(e, "") << l.name;

@@ -476,7 +476,8 @@ def auto_report(rank, nranks, calls=15, late=2, delay_s=0.1):
     assert a["active"] and a["calls"] == calls and a["decisions"] >= 1, report
     assert len(a["scores"]) == nranks, report
     assert a["late_rank"] == late, report
-    assert a["exposed_time_exact"], report  # every rank on this machine: one clock (docs/auto.md)
+    if os.path.exists("/proc/sys/kernel/random/boot_id"):  # the clock id (docs/auto.md)
+        assert a["exposed_time_exact"], report  # every rank on this machine: one clock
     return report
 
 

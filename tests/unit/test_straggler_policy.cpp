@@ -361,6 +361,7 @@ TEST(StragglerPolicy, RejectsMisuseOfTheCallSequence) {
       EXPECT_EQ(e.code(), ErrorCode::InvalidUsage);
       EXPECT_NE(std::string(e.what()).find("entry time -1 ns"), std::string::npos) << e.what();
     }
+    EXPECT_THROW(q.record(0.1, (std::int64_t{1} << 62) + 1), Error);  // beyond 2^62 ns: could overflow
     q.record(0.1, 5);
   }
   p.record(0.1);
@@ -522,7 +523,7 @@ TEST(StragglerPolicy, NoDelayRunsTheFastestMeasuredCandidate) {
 
 // A native AllReduce whose ranks leave the call apart: its shortest in-call time (the first rank
 // out) is well below the exposed time (the last one out). On one clock (shared_clock) the policy
-// sees the exposed time and runs ring, the fastest fixed entry; from in-call times alone it takes
+// sees the exposed time and runs RHD, the fastest fixed entry; from in-call times alone it takes
 // native for the fastest — the limit of a job without a shared clock (docs/auto.md "Measuring a
 // call").
 TEST(StragglerPolicy, OnOneClockRanksLeavingApartAreMeasuredByTheLastToLeave) {
