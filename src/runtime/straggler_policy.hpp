@@ -89,8 +89,8 @@ struct PolicyConfig {
   // exposed time is exact — the latest exit − the latest entry — and arrivals are ordered by entry.
   // Without it both come from in-call times alone, assuming every rank leaves the call together:
   // the shortest in-call time is then the exposed time. Measured false for a native AllReduce on
-  // the 2-core VM (Open MPI, 8 ranks, 16 MiB, nobody late): its ranks leave up to ~8 ms apart in a
-  // ~27 ms call, so the shortest in-call time was ~19 ms and native looked ~30 % faster than it ran
+  // the 2-core VM (Open MPI, 8 ranks, 16 MiB, nobody late): the shortest in-call time put it at
+  // ~19 ms where the benchmark measured 26–34 ms exposed, so native looked ~30 % faster than it ran
   // (docs/auto.md "Measuring a call").
   bool shared_clock = false;
   // Start with the engine's native (a candidate) instead of the model's best, and keep it until a
