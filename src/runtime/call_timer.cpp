@@ -30,20 +30,21 @@ void HostCallTimer::reserve_exchange(std::size_t values) {
   engine_.reserve(/*native_bytes=*/0, /*native_keeps_buffer=*/false, /*agreement_values=*/values);  // the exchange is an agreement
 }
 
-void HostCallTimer::time_begin() { start_ns_ = now_ns(); }
+void HostCallTimer::time_begin() {
+  if (times_ == static_cast<int>(std::size(timed_)))
+    throw Error(ErrorCode::Internal, "HostCallTimer: more timed calls than measurement_lag() allows");
+  timed_[times_].start_ns = now_ns();
+}
 
 void HostCallTimer::time_end() {
-  if (times_ == static_cast<int>(std::size(times_ns_)))
-    throw Error(ErrorCode::Internal, "HostCallTimer: more timed calls than measurement_lag() allows");
-  starts_ns_[times_] = start_ns_;
-  times_ns_[times_++] = now_ns() - start_ns_;
+  Timed& t = timed_[times_++];
+  t.ns = now_ns() - t.start_ns;
 }
 
 CallTime HostCallTimer::take_time(double) {
   if (times_ == 0) throw Error(ErrorCode::Internal, "HostCallTimer: no timed call to take");
-  const CallTime t{static_cast<double>(times_ns_[0]) * 1e-9, starts_ns_[0]};
-  std::copy(times_ns_ + 1, times_ns_ + times_, times_ns_);
-  std::copy(starts_ns_ + 1, starts_ns_ + times_, starts_ns_);
+  const CallTime t{static_cast<double>(timed_[0].ns) * 1e-9, timed_[0].start_ns};
+  std::copy(timed_ + 1, timed_ + times_, timed_);
   --times_;
   return t;
 }

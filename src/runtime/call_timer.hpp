@@ -67,9 +67,10 @@ class HostCallTimer final : public CallTimer {
  private:
   Engine& engine_;
   int lag_;
-  std::int64_t start_ns_ = 0;
-  std::int64_t times_ns_[kMaxLag + 1] = {};   // host times of calls not taken yet
-  std::int64_t starts_ns_[kMaxLag + 1] = {};  // and their entries
+  struct Timed {
+    std::int64_t start_ns = 0, ns = 0;  // entry on the host clock, time inside
+  };
+  Timed timed_[kMaxLag + 1] = {};  // calls not taken yet, oldest first
   int times_ = 0;
   std::vector<std::int64_t> exchanged_;  // the exchange's result, until exchange_end
 };
