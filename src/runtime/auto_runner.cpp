@@ -194,6 +194,11 @@ const Plan* AutoRunner::plan_for(AutoHost& host, const Choice& c) {
 // every rank: the policy (first_call_synchronised) takes from it no late rank, only the time of a
 // straggler-agnostic choice (native, which has no model, runs in it).
 Choice AutoRunner::call(AutoHost& host, double timeout_s) {
+  CallTimer& timer = *timer_;
+  // The exchange begun after the previous call (split: docs/auto.md "The exchange"): its
+  // messages came while the ranks left that call and entered this one, so this returns at once,
+  // and the decision it brings is taken before this call picks — as if it had ended right away.
+  if (in_flight_ && timer.exchange_ends_at_next_call()) finish_exchange(host, timeout_s);
   const bool first_call = policy_.calls_begun() == 0;
   const Choice c = policy_.begin_call();
   const Plan* plan = plan_for(host, c);
@@ -201,7 +206,6 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s) {
   // (Open MPI 4.1: the first two, a temporary of the message's size freed after each call that
   // only the third reuses), so they run here, before the timer, on a copy of the input.
   if (first_call && c.algorithm == Algorithm::native) host.warm_up_native(kNativeWarmUps);
-  CallTimer& timer = *timer_;
   timer.time_begin();
   host.run(c, plan);
   timer.time_end();
@@ -217,7 +221,7 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s) {
       timer.exchange_begin(exchange_, timeout_s);  // after the data phase: everyone is here
       in_flight_ = true;
       in_flight_age_ = 0;
-      if (lag == 0) finish_exchange(host, timeout_s);
+      if (lag == 0 && !timer.exchange_ends_at_next_call()) finish_exchange(host, timeout_s);
     }
   }
   return c;

@@ -56,8 +56,10 @@ class AutoRunner {
   // engine's native buffers: later calls allocate nothing.
   AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
              const Options& o, AutoHost& host, bool shared_clock = false);
-  // One call: the policy's choice, run through host.run, timed, exchanged and decided when due.
-  // Returns what ran. Every rank makes the same calls at the same call index.
+  // One call: the policy's choice, run through host.run, timed, exchanged and decided when due
+  // (an exchange the timer ends at the next call: decided at the start of this configuration's
+  // next call, before it picks). Returns what ran. Every rank makes the same calls at the same
+  // call index.
   Choice call(AutoHost& host, double timeout_s);
   const StragglerPolicy& policy() const noexcept { return policy_; }
   // Whether the engine's native is one of the candidates (what to reserve for it).

@@ -25,7 +25,16 @@ HostCallTimer::HostCallTimer(Engine& engine, int lag) : engine_(engine), lag_(la
                                          std::to_string(kMaxLag));
 }
 
+HostCallTimer::HostCallTimer(Engine& engine, std::unique_ptr<SplitAllgather> split)
+    : engine_(engine), lag_(0), split_(std::move(split)) {
+  if (!split_) throw Error(ErrorCode::Internal, "HostCallTimer: a null SplitAllgather");
+}
+
 void HostCallTimer::reserve_exchange(std::size_t values) {
+  if (split_) {
+    split_->reserve(values);
+    return;
+  }
   exchanged_.reserve(values);
   engine_.reserve(/*native_bytes=*/0, /*native_keeps_buffer=*/false, /*agreement_values=*/values);  // the exchange is an agreement
 }
@@ -50,11 +59,19 @@ CallTime HostCallTimer::take_time(double) {
 }
 
 void HostCallTimer::exchange_begin(std::span<std::int64_t> values, double timeout_s) {
+  if (split_) {
+    split_->begin(values);
+    return;
+  }
   engine_.agree_max(values, timeout_s);
   exchanged_.assign(values.begin(), values.end());
 }
 
-void HostCallTimer::exchange_end(std::span<std::int64_t> values, double) {
+void HostCallTimer::exchange_end(std::span<std::int64_t> values, double timeout_s) {
+  if (split_) {
+    split_->end(values, timeout_s);
+    return;
+  }
   std::copy(exchanged_.begin(), exchanged_.end(), values.begin());
 }
 

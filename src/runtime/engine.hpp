@@ -33,7 +33,8 @@ class Engine {
   // session's, the one its transport has too: an agreement run over the transport may rely on
   // the transport's). On a timeout it throws Error(Timeout) and must leave nothing pending that
   // writes to `values` (stage through engine-owned memory and keep it alive); Error(SystemError)
-  // for an engine failure. Used once per new configuration (and by HostCallTimer's exchange).
+  // for an engine failure. Used once per new configuration (and by HostCallTimer's exchange,
+  // unless the engine's timer splits it: MpiSplitAllgather).
   virtual void agree_max(std::span<std::int64_t> values, double timeout_s) = 0;
   // What auto's native call must honour: the session's timeout, and the configuration's tag
   // (for an engine that moves the data through its transport).

@@ -1,5 +1,6 @@
 // The MPI engine of the runtime core (mpi_engine.hpp).
 #include "runtime/mpi_engine.hpp"
+#include "runtime/mpi_split_allgather.hpp"
 
 #include "runtime/transport_agreement.hpp"
 #include "runtime/transport_allreduce.hpp"
@@ -75,6 +76,11 @@ const char* MpiEngine::buffer_problem(const void*, const void* recvbuf) const {
   // ever a send buffer (MPI_Allreduce answers MPI_ERR_BUFFER).
   if (recvbuf == MPI_IN_PLACE) return "recvbuf is MPI_IN_PLACE, expected the buffer (MPI_IN_PLACE goes in sendbuf for in place)";
   return nullptr;
+}
+
+std::unique_ptr<CallTimer> MpiEngine::make_timer() {
+  if (transport_.nranks() < 2 || transport_.nranks() > kSplitExchangeMaxRanks) return std::make_unique<HostCallTimer>(*this);
+  return std::make_unique<HostCallTimer>(*this, std::make_unique<MpiSplitAllgather>(transport_));
 }
 
 void MpiEngine::agree_max(std::span<std::int64_t> values, double) {

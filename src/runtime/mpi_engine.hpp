@@ -40,7 +40,11 @@ class MpiEngine final : public Engine {
   // MPI_Iallreduce, in the engine's staging memory (see below).
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                         std::optional<NativeBound> bound, bool keep_buffer) override;
-  std::unique_ptr<CallTimer> make_timer() override { return std::make_unique<HostCallTimer>(*this); }  // the host clock
+  // The host clock; auto's exchange split around the next call (MpiSplitAllgather) up to
+  // kSplitExchangeMaxRanks ranks, above them the agreement at once (an allgather of n - 1
+  // messages per rank would outgrow the log2 n rounds of the agreement).
+  std::unique_ptr<CallTimer> make_timer() override;
+  static constexpr int kSplitExchangeMaxRanks = 64;
   void reserve(std::size_t native_bytes, bool native_keeps_buffer, std::size_t agreement_values) override;
   const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
   CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine

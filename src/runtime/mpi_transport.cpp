@@ -95,9 +95,17 @@ void MpiTransport::set_max_piece_bytes(std::size_t bytes) {
 }
 
 void MpiTransport::exchange(std::span<const Message> sends, std::span<const Message> recvs) {
-  requests_.clear();
-  pending_.clear();
-  auto post = [&](const Message& m, bool is_send) {
+  post(round_, sends, recvs, tag_);
+  wait(round_, /*check_notices=*/!recvs.empty() && check_notices_after_receives_);
+}
+
+void MpiTransport::post(Round& round, std::span<const Message> sends, std::span<const Message> recvs, int tag) {
+  if (round.posted())
+    throw Error(ErrorCode::Internal, "MpiTransport: a round posted while its previous one is still pending");
+  round.requests.clear();
+  round.pending.clear();
+  round.tag = tag;
+  auto post_one = [&](const Message& m, bool is_send) {
     if (m.peer < 0 || m.peer >= nranks_)
       throw Error(ErrorCode::Internal, "MpiTransport: peer " + std::to_string(m.peer) +
                                            " outside [0, " + std::to_string(nranks_) + ")");
@@ -105,67 +113,75 @@ void MpiTransport::exchange(std::span<const Message> sends, std::span<const Mess
     for (std::size_t off = 0; off < m.bytes; off += max_piece_) {
       const int piece = static_cast<int>(std::min(max_piece_, m.bytes - off));
       MPI_Request req = MPI_REQUEST_NULL;
-      const int rc = is_send ? MPI_Isend(data + off, piece, MPI_BYTE, m.peer, tag_, comm_, &req)
-                             : MPI_Irecv(data + off, piece, MPI_BYTE, m.peer, tag_, comm_, &req);
-      check_mpi(rc, is_send ? "MPI_Isend" : "MPI_Irecv");
-      requests_.push_back(req);
-      pending_.push_back({m.peer, is_send});
+      const int rc = is_send ? MPI_Isend(data + off, piece, MPI_BYTE, m.peer, tag, comm_, &req)
+                             : MPI_Irecv(data + off, piece, MPI_BYTE, m.peer, tag, comm_, &req);
+      if (rc != MPI_SUCCESS) {
+        abandon(round);
+        check_mpi(rc, is_send ? "MPI_Isend" : "MPI_Irecv");
+      }
+      round.requests.push_back(req);
+      round.pending.push_back({m.peer, is_send});
     }
   };
   // Receives first, so a peer's eager send finds its buffer posted.
-  for (const Message& m : recvs) post(m, false);
-  for (const Message& m : sends) post(m, true);
-  if (requests_.empty()) return;
+  for (const Message& m : recvs) post_one(m, false);
+  for (const Message& m : sends) post_one(m, true);
+}
 
+void MpiTransport::wait(Round& round, bool check_notices) {
+  if (!round.posted()) return;
   const double start = MPI_Wtime();
   double next_check = start + kCheckPeriod;
   Backoff backoff;
   for (;;) {
     int done = 0;
-    check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall");
+    const int rc = MPI_Testall(static_cast<int>(round.requests.size()), round.requests.data(), &done,
+                               MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) fail(round, ErrorCode::SystemError, "MPI_Testall failed: " + mpi_error_string(rc));
     if (done) {
+      round.requests.clear();  // every request is MPI_REQUEST_NULL now
+      round.pending.clear();
       // A rank that gave up on this call went back to its caller with its sends still posted:
       // a receive here may have read its buffer (single copy, or pieces still to come) after the
       // caller reused it, and completed with someone else's numbers. It sent its notice before
       // returning, and on one host its messages arrive in order: once our receives are complete
       // the notice is here, and the round is not a success (the UCX transport does the same).
-      if (!recvs.empty() && check_notices_after_receives_) check_gave_up();
+      if (check_notices) check_gave_up(round);
       return;
     }
     const double now = MPI_Wtime();
     if (now >= next_check) {  // off the hot path: a round that waits 0.1 s is waiting on someone
-      check_peers();
+      check_peers(round);
       next_check = now + kCheckPeriod;
     }
     if (now - start > timeout_s_) break;
     backoff.pause();
   }
   std::string waiting;
-  for (std::size_t i = 0; i < requests_.size(); ++i) {
-    if (!still_pending(i)) continue;
-    const std::string item = (pending_[i].is_send ? "send to rank " : "receive from rank ") + std::to_string(pending_[i].peer);
+  for (std::size_t i = 0; i < round.requests.size(); ++i) {
+    if (!still_pending(round, i)) continue;
+    const std::string item =
+        (round.pending[i].is_send ? "send to rank " : "receive from rank ") + std::to_string(round.pending[i].peer);
     if (waiting.find(item) != std::string::npos) continue;  // several pieces to one peer
     if (!waiting.empty()) waiting += ", ";
     waiting += item;
   }
-  fail(ErrorCode::Timeout, "rank " + std::to_string(rank_) + " waited " + seconds(timeout_s_) +
-                               " s (STRAGGLAR_TIMEOUT_S) for: " + waiting +
-                               " — that peer is later than the timeout, stopped, died, or called "
-                               "with different arguments");
+  fail(round, ErrorCode::Timeout,
+       "rank " + std::to_string(rank_) + " waited " + seconds(timeout_s_) + " s (STRAGGLAR_TIMEOUT_S) for: " + waiting +
+           (round.tag == exchange_tag() ? " in auto's exchange of measurements" : "") +
+           " — that peer is later than the timeout, stopped, died, or called with different arguments");
 }
 
 // MPI_Testall that finds some requests still pending leaves every request as it was, completed
 // ones included: ask each.
-bool MpiTransport::still_pending(std::size_t i) const {
-  if (requests_[i] == MPI_REQUEST_NULL) return false;
+bool MpiTransport::still_pending(const Round& round, std::size_t i) const {
+  if (round.requests[i] == MPI_REQUEST_NULL) return false;
   int done = 0;
-  MPI_Request_get_status(requests_[i], &done, MPI_STATUS_IGNORE);
+  MPI_Request_get_status(round.requests[i], &done, MPI_STATUS_IGNORE);
   return !done;
 }
 
-void MpiTransport::check_gave_up() {
+void MpiTransport::check_gave_up(Round& round) {
   int found = 0;
   MPI_Status status;
   MPI_Iprobe(MPI_ANY_SOURCE, gave_up_tag(), comm_, &found, &status);
@@ -174,37 +190,38 @@ void MpiTransport::check_gave_up() {
     MPI_Recv(&code, 1, MPI_INT, status.MPI_SOURCE, gave_up_tag(), comm_, MPI_STATUS_IGNORE);
     const std::string who = "rank " + std::to_string(rank_) + ": rank " + std::to_string(status.MPI_SOURCE);
     if (code == static_cast<int>(ErrorCode::Mismatch))
-      fail(ErrorCode::Mismatch, who + " found that the ranks called with different arguments (count, dtype, op "
+      fail(round, ErrorCode::Mismatch, who + " found that the ranks called with different arguments (count, dtype, op "
                                       "or options; its own error says which) and gave up on this call");
-    fail(ErrorCode::RemoteError, who + " gave up on this call (it timed out, lost a peer or was called with "
+    fail(round, ErrorCode::RemoteError, who + " gave up on this call (it timed out, lost a peer or was called with "
                                        "different arguments; its own error says which)");
   }
 }
 
-void MpiTransport::check_peers() {
-  check_gave_up();
+void MpiTransport::check_peers(Round& round) {
+  check_gave_up(round);
   int found = 0;
   MPI_Status status;
-  for (std::size_t i = 0; i < requests_.size(); ++i) {
+  for (std::size_t i = 0; i < round.requests.size(); ++i) {
     // Only a receive not yet matched: a peer whose message came may have finished this call.
-    if (pending_[i].is_send || !still_pending(i)) continue;
-    const int peer = pending_[i].peer;
+    if (round.pending[i].is_send || !still_pending(round, i)) continue;
+    const int peer = round.pending[i].peer;
     MPI_Iprobe(peer, MPI_ANY_TAG, comm_, &found, &status);
     // The same tag: a later round of this call (the peer is ahead, not elsewhere).
-    if (!found || status.MPI_TAG == tag_ || status.MPI_TAG == gave_up_tag()) continue;
+    if (!found || status.MPI_TAG == round.tag || status.MPI_TAG == gave_up_tag()) continue;
     const auto tag_name = [&](int t) {
-      return t == agreement_tag() ? std::string("the argument check of a new configuration")
-                                  : "the configuration with tag " + std::to_string(t);
+      return t == agreement_tag()  ? std::string("the argument check of a new configuration")
+             : t == exchange_tag() ? std::string("auto's exchange of measurements")
+                                   : "the configuration with tag " + std::to_string(t);
     };
-    fail(ErrorCode::Mismatch, "rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) +
+    fail(round, ErrorCode::Mismatch, "rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) +
                                   " is in another call (its message is for " + tag_name(status.MPI_TAG) +
-                                  ", this call's is " + tag_name(tag_) +
+                                  ", this call's is " + tag_name(round.tag) +
                                   "): the ranks called with different arguments (count, dtype, op or options)");
   }
 }
 
-void MpiTransport::fail(ErrorCode code, const std::string& message) {
-  abandon_requests();
+void MpiTransport::fail(Round& round, ErrorCode code, const std::string& message) {
+  abandon(round);
   tell_peers_we_gave_up(code);
   throw Error(code, message);
 }
@@ -214,26 +231,31 @@ void MpiTransport::fail(ErrorCode code, const std::string& message) {
 // grace period for all of them together). A send is cancelled where MPI can; otherwise it stays
 // with MPI and may still read the buffer if its peer comes back (reading, never writing, the
 // caller's memory).
-void MpiTransport::abandon_requests() {
-  for (MPI_Request& r : requests_)
+void MpiTransport::abandon(Round& round) noexcept {
+  std::vector<MPI_Request>& requests = round.requests;
+  for (MPI_Request& r : requests)
     if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
   const double cancelled_at = MPI_Wtime();
   for (;;) {
     bool receives_left = false;
-    for (std::size_t i = 0; i < requests_.size(); ++i) {
-      if (requests_[i] == MPI_REQUEST_NULL) continue;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i] == MPI_REQUEST_NULL) continue;
       int done = 0;
-      MPI_Test(&requests_[i], &done, MPI_STATUS_IGNORE);
-      receives_left = receives_left || (!done && !pending_[i].is_send);
+      MPI_Test(&requests[i], &done, MPI_STATUS_IGNORE);
+      receives_left = receives_left || (!done && !round.pending[i].is_send);
     }
     if (!receives_left || MPI_Wtime() - cancelled_at > kCancelGrace) break;
     sched_yield();
   }
-  for (std::size_t i = 0; i < requests_.size(); ++i) {
-    if (requests_[i] == MPI_REQUEST_NULL) continue;
-    abandoned_receives_ = abandoned_receives_ || !pending_[i].is_send;
-    MPI_Request_free(&requests_[i]);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    const bool receive = !round.pending[i].is_send;
+    abandoned_receives_ = abandoned_receives_ || receive;
+    round.receive_may_write = round.receive_may_write || receive;
+    MPI_Request_free(&requests[i]);
   }
+  requests.clear();
+  round.pending.clear();
 }
 
 // Fire and forget, once: a 4-byte message (sent eagerly) holding the error code, from static

@@ -36,10 +36,37 @@ class MpiTransport final : public Transport {
 
   // Messages of one configuration carry one tag (DESIGN: a mismatched call never matches
   // another's messages, it fails instead of mixing data). Configurations take tags in
-  // [1, max_tag()]; the two tags above are the agreement's and the "gave up" notices'.
+  // [1, max_tag()]; the three tags above are auto's exchange's, the agreement's and the "gave
+  // up" notices'.
   void set_tag(int tag) override { tag_ = tag; }
-  int max_tag() const override { return tag_ub_ - 2; }
+  int max_tag() const override { return tag_ub_ - 3; }
+  int exchange_tag() const { return tag_ub_ - 2; }
   int agreement_tag() const { return tag_ub_ - 1; }
+
+  // A round posted now and waited for later, beside exchange()'s (auto's exchange of
+  // measurements, MpiSplitAllgather: posted after a call, collected at the next). The caller
+  // owns it and the memory of its messages.
+  struct Round {
+    struct Pending {
+      int peer;
+      bool is_send;
+    };
+    std::vector<MPI_Request> requests;  // reused: no allocation once warmed up
+    std::vector<Pending> pending;
+    int tag = 0;
+    // A receive that could not be cancelled was left to MPI: its memory must outlive it.
+    bool receive_may_write = false;
+    bool posted() const { return !requests.empty(); }
+  };
+  // Posts the round's receives, then its sends, with `tag`; returns at once.
+  void post(Round& round, std::span<const Message> sends, std::span<const Message> recvs, int tag);
+  // Waits for a posted round as exchange() waits for its own: the session's timeout, a peer's
+  // "gave up" notice, a peer in another call (each an Error naming the peers, after cancelling
+  // the round); `check_notices`: as set_check_notices_after_receives. Nothing posted: returns.
+  void wait(Round& round, bool check_notices);
+  // Cancels what the round still has pending (a receive that cannot be cancelled is left to MPI:
+  // Round::receive_may_write).
+  void abandon(Round& round) noexcept;
   void set_timeout(double timeout_s) override { timeout_s_ = timeout_s; }
   // Largest piece one MPI call moves, in [1, INT_MAX] (default 1 GiB).
   void set_max_piece_bytes(std::size_t bytes);
@@ -55,19 +82,14 @@ class MpiTransport final : public Transport {
   void set_check_notices_after_receives(bool check) { check_notices_after_receives_ = check; }
 
  private:
-  struct Pending {
-    int peer;
-    bool is_send;
-  };
   int gave_up_tag() const { return tag_ub_; }
-  bool still_pending(std::size_t i) const;
+  bool still_pending(const Round& round, std::size_t i) const;
   // Throws (through fail) when a rank gave up or a peer we wait for is in another call.
-  void check_peers();
+  void check_peers(Round& round);
   // Throws (through fail) when a rank's "gave up" notice is here.
-  void check_gave_up();
-  // Cancels what this round posted, tells every peer this rank gave up, throws.
-  [[noreturn]] void fail(ErrorCode code, const std::string& message);
-  void abandon_requests();
+  void check_gave_up(Round& round);
+  // Cancels what the round posted, tells every peer this rank gave up, throws.
+  [[noreturn]] void fail(Round& round, ErrorCode code, const std::string& message);
   void tell_peers_we_gave_up(ErrorCode code);
   MPI_Comm comm_;
   int rank_ = 0;
@@ -79,8 +101,7 @@ class MpiTransport final : public Transport {
   std::size_t max_piece_ = std::size_t{1} << 30;
   bool abandoned_receives_ = false;
   bool check_notices_after_receives_ = true;
-  std::vector<MPI_Request> requests_;  // reused: no allocation per round once warmed up
-  std::vector<Pending> pending_;
+  Round round_;  // exchange()'s
 };
 
 // Throws Error(SystemError) naming `what` and MPI's message when rc != MPI_SUCCESS.

@@ -75,9 +75,10 @@ struct PolicyConfig {
   int exchange_every = 0;
   // Calls per exchange once settled, exchange_every..period; 0: exchange_every always. Settled:
   // the decisions of the last P calls changed nothing (choice, late rank, late set), planned no
-  // exploration call, and the choice is backed by measurements. An exchange is one small
+  // exploration call, and the choice is backed by measurements. A blocking exchange is one small
   // collective on the critical path of the call it follows (on the 2-core VM ~2 ms after a
-  // 20–75 ms call: a late rank's partners are descheduled); host engines decide after every call
+  // 20–75 ms call: a late rank's partners are descheduled; MPI's is split around the next call,
+  // mpi_split_allgather.hpp, and costs the calls nothing); host engines decide after every call
   // while converging and every P calls once settled, and go back to every call at the first
   // decision that changes or explores anything.
   int settled_exchange_every = 0;

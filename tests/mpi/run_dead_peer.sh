@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A stopped (SIGSTOP) or killed (SIGKILL) peer must end in an error, never a hang.
-#   run_dead_peer.sh stop|kill NP MPIEXEC "FLAGS" TEST_BINARY
-# stop: every surviving rank must report Timeout (STRAGGLAR_TIMEOUT_S=5), with a message that
+#   run_dead_peer.sh stop|stop_auto|kill NP MPIEXEC "FLAGS" TEST_BINARY
+# stop (stop_auto: after three calls of auto's policy, test_mpi_allreduce.cpp): every surviving rank must report Timeout (STRAGGLAR_TIMEOUT_S=5), with a message that
 #       does not claim the peer died (it may be late), or the "gave up" notice of a survivor
 #       that timed out (at least one does), and the whole run
 #       must end within 60 s. kill: mpirun must end (non-zero) within 60 s.

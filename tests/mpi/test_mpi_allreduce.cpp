@@ -6,6 +6,7 @@
 //   test_mpi_allreduce errors        invalid arguments, mismatched arguments across ranks
 //   test_mpi_allreduce stop V DIR    rank V SIGSTOPs itself; every other rank must report
 //                                    Timeout (written to DIR/rank<r>.txt), then V is killed
+//   test_mpi_allreduce stop_auto V DIR  as stop, after three 4 MiB calls of auto's policy
 //   test_mpi_allreduce kill V        rank V SIGKILLs itself; the run must end (driver script)
 //   test_mpi_allreduce late [S]      rank n-1 comes S s late (beyond STRAGGLAR_TIMEOUT_S) to a first
 //                                    call: Timeout everywhere, no stray writes, clean finalize
@@ -379,10 +380,14 @@ int errors() {
 
 // Rank `victim` stops (or dies) after a first, successful call; the others call again and
 // must get Timeout. Survivors write their outcome to DIR/rank<r>.txt.
-int stop_peer(int victim, const std::string& dir, bool kill) {
-  std::vector<float> buf(4096, 1.0f);
+// `auto_policy`: 4 MiB calls, where auto runs its policy (not the small-message native), three
+// of them before the stop: the survivors' next call begins by collecting auto's exchange of the
+// last one (MPI: split around the next call, docs/auto.md "The exchange").
+int stop_peer(int victim, const std::string& dir, bool kill, bool auto_policy = false) {
+  std::vector<float> buf(auto_policy ? std::size_t{1} << 20 : 4096, 1.0f);
   // Set up the communicator state and the configuration while everyone is alive.
-  allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
+  for (int call = 0; call < (auto_policy ? 3 : 1); ++call)
+    allreduce(buf.data(), buf.data(), buf.size(), DataType::float32, ReduceOp::sum, MPI_COMM_WORLD);
   const int pid = static_cast<int>(getpid());
   std::vector<int> pids(static_cast<std::size_t>(g_n));
   MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
@@ -869,11 +874,11 @@ int main(int argc, char** argv) {
     mismatch_known();
   } else if (mode == "late") {
     late_rank(argc > 2 ? std::atof(argv[2]) : 4.0);
-  } else if (mode == "stop" || mode == "kill") {
+  } else if (mode == "stop" || mode == "kill" || mode == "stop_auto") {
     const int victim = argc > 2 ? std::atoi(argv[2]) : g_n - 1;
-    stop_peer(victim, argc > 3 ? argv[3] : "", mode == "kill");
+    stop_peer(victim, argc > 3 ? argv[3] : "", mode == "kill", mode == "stop_auto");
   } else {
-    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, auto_late_set, cluster, late_set, late, tiny_timeout, mismatch_known, bad_env, stop, kill\n", mode.c_str());
+    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, auto_late_set, cluster, late_set, late, tiny_timeout, mismatch_known, bad_env, stop, stop_auto, kill\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   long totals[2] = {g_failures, g_checked}, sums[2];

@@ -1,0 +1,74 @@
+// auto's exchange over MPI, split around the next call (mpi_split_allgather.hpp).
+#include "runtime/mpi_split_allgather.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "stragglar/error.hpp"
+
+namespace stragglar::detail {
+
+MpiSplitAllgather::MpiSplitAllgather(MpiTransport& transport)
+    : transport_(transport), memory_(std::make_unique<std::vector<std::int64_t>>()) {}
+
+MpiSplitAllgather::~MpiSplitAllgather() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized || !round_.posted()) {
+    if (finalized && round_.posted()) (void)memory_.release();  // MPI is gone: nothing to cancel
+    return;
+  }
+  // Every peer posted its part when it finished the same call: usually all here already.
+  int done = 0;
+  MPI_Testall(static_cast<int>(round_.requests.size()), round_.requests.data(), &done, MPI_STATUSES_IGNORE);
+  if (!done) transport_.abandon(round_);
+  if (round_.receive_may_write) (void)memory_.release();
+}
+
+void MpiSplitAllgather::size_for(std::size_t values) {
+  const int n = transport_.nranks();
+  if (values % static_cast<std::size_t>(n) != 0)
+    throw Error(ErrorCode::Internal, "MpiSplitAllgather: " + std::to_string(values) + " values for " +
+                                         std::to_string(n) + " ranks, expected a multiple");
+  if (memory_->size() == values) return;
+  memory_->assign(values, -1);
+  const std::size_t slots = values / static_cast<std::size_t>(n), bytes = slots * sizeof(std::int64_t);
+  sends_.clear();
+  recvs_.clear();
+  const int me = transport_.rank();
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    sends_.push_back({p, memory_->data() + static_cast<std::size_t>(me) * slots, bytes});
+    recvs_.push_back({p, memory_->data() + static_cast<std::size_t>(p) * slots, bytes});
+  }
+}
+
+void MpiSplitAllgather::reserve(std::size_t values) {
+  size_for(values);
+  round_.requests.reserve(2 * sends_.size());
+  round_.pending.reserve(2 * sends_.size());
+}
+
+void MpiSplitAllgather::begin(std::span<const std::int64_t> values) {
+  if (round_.posted()) throw Error(ErrorCode::Internal, "MpiSplitAllgather: begun twice without an end");
+  size_for(values.size());
+  const std::size_t slots = values.size() / static_cast<std::size_t>(transport_.nranks());
+  const std::size_t mine = static_cast<std::size_t>(transport_.rank()) * slots;
+  std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(mine), slots, memory_->begin() + static_cast<std::ptrdiff_t>(mine));
+  transport_.post(round_, sends_, recvs_, transport_.exchange_tag());
+}
+
+void MpiSplitAllgather::end(std::span<std::int64_t> values, double) {
+  if (values.size() != memory_->size())
+    throw Error(ErrorCode::Internal, "MpiSplitAllgather: ended with " + std::to_string(values.size()) +
+                                         " values, begun with " + std::to_string(memory_->size()));
+  // No "gave up" check after the receives: what a peer sends is its own memory, which it
+  // rewrites only at its next begin, never its caller's buffer.
+  transport_.wait(round_, /*check_notices=*/false);
+  const std::size_t slots = values.size() / static_cast<std::size_t>(transport_.nranks());
+  const std::size_t mine = static_cast<std::size_t>(transport_.rank()) * slots;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (i < mine || i >= mine + slots) values[i] = (*memory_)[i];
+}
+
+}  // namespace stragglar::detail
