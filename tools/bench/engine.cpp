@@ -4,9 +4,13 @@
 // One iteration (docs/runtime.md "stragglar-bench"): the backend resets its work buffer from
 // the inputs and drains (not timed), MPI_Barrier (the common start), every rank marks its
 // start, the delayed rank sleeps --delay ms while the others enter at once, everyone marks its
-// entry, runs the allreduce in place and marks its exit. Each rank measures on its own clock
-// from its own barrier exit (no global clock is assumed): time = latest exit − start,
-// exposed = latest exit − the delayed rank's entry; medians over the timed iterations.
+// entry, runs the allreduce in place and marks its exit. exposed = latest exit − latest entry
+// (of the delayed ranks without a pattern, of every rank with one), time = latest exit − the
+// common start; medians over the timed iterations. Where every rank reads one clock (the ranks
+// of one host, a CPU backend: detail::this_clock_id) the marks are compared on it, exactly.
+// Otherwise each rank measures on its own clock from its own barrier exit: ranks leave a barrier
+// apart (on the 2-core VM with 8 ranks 2.5-7 ms, depending on how the ranks waiting in the
+// allreduce share the cores), and that spread then counts as exposed time.
 #include "engine.hpp"
 
 #include <mpi.h>
@@ -27,6 +31,7 @@
 
 #include "runtime/cpu_device.hpp"
 #include "runtime/element.hpp"
+#include "runtime/hosts.hpp"
 #include "stragglar/algorithm.hpp"
 #include "stragglar/error.hpp"
 #include "stragglar/simulate.hpp"
@@ -272,7 +277,13 @@ class Bench {
   Bench(const EngineFlags& f, Backend& b, DataType t, ReduceOp op, int straggler, std::vector<Move> moves,
         std::vector<int> late, DelayPattern pattern)
       : f_(f), b_(b), t_(t), op_(op), es_(size_of(t)), straggler_(straggler), moves_(std::move(moves)),
-        late_(std::move(late)), pattern_(std::move(pattern)) {}
+        late_(std::move(late)), pattern_(std::move(pattern)) {
+    // One clock for every rank: each rank's clock id (hosts.hpp), equal everywhere.
+    const std::int64_t id = detail::this_clock_id();
+    std::int64_t lo_hi[2] = {-id, id}, agreed[2] = {0, 0};
+    MPI_Allreduce(lo_hi, agreed, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    one_clock_ = id >= 0 && -agreed[0] == agreed[1];
+  }
 
   CostModel calibrate(std::size_t large);
   Row run_row(const Entry& entry, std::size_t bytes, const std::optional<CostModel>& cost);
@@ -315,6 +326,7 @@ class Bench {
   std::vector<Move> moves_;
   std::vector<int> late_;  // --stragglers (empty: the one delayed rank)
   DelayPattern pattern_;
+  bool one_clock_ = false;  // every rank reads one monotonic clock (the backend's marks may not)
   std::vector<std::byte> host_, expected_, result_;
   std::vector<std::byte> expected_pattern_;
   std::vector<double> magnitude_;  // per pattern element: Σ_r |input| (the loose bound)
@@ -423,13 +435,24 @@ Row Bench::run_row(const Entry& entry, std::size_t bytes, const std::optional<Co
       const Backend::Times t = iterate(o, schedule, row.count, i);
       const detail::Choice c = b_.last_choice();
       const bool fresh = f_.check && std::find(checked.begin(), checked.end(), c) == checked.end();
-      double local[3] = {t.exit_s, entry_counts(i) ? t.entry_s : 0.0, fresh ? 1.0 : 0.0};
-      double global[3] = {0, 0, 0};
-      MPI_Allreduce(local, global, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      times.push_back(global[0]);
-      exposed.push_back(global[0] - global[1]);
+      // Max over ranks of: exit, counted entry (each on this rank's own clock from its start),
+      // the same two on the one clock, -start, fresh, and whether a rank has no shared clock.
+      const bool on_one_clock = one_clock_ && t.start_s >= 0;
+      const bool counts = entry_counts(i);
+      const double at = on_one_clock ? t.start_s : 0.0;
+      double local[7] = {t.exit_s, counts ? t.entry_s : 0.0, at + t.exit_s, counts ? at + t.entry_s : 0.0, -at,
+                         fresh ? 1.0 : 0.0, on_one_clock ? 0.0 : 1.0};
+      double global[7] = {0, 0, 0, 0, 0, 0, 0};
+      MPI_Allreduce(local, global, 7, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (global[6] == 0) {  // latest exit − latest counted entry; time from the first start
+        times.push_back(global[2] + global[4]);
+        exposed.push_back(global[2] - global[3]);
+      } else {
+        times.push_back(global[0]);
+        exposed.push_back(global[0] - global[1]);
+      }
       row.choices.push_back(c);
-      if (global[2] > 0) {
+      if (global[5] > 0) {
         wrong += check(row.count, loose);
         checked.push_back(c);
       }
@@ -650,10 +673,15 @@ void HostBackend::upload_input(const void* host, std::size_t bytes) { std::memcp
 void HostBackend::upload_work(const void* host, std::size_t bytes) { std::memcpy(work_.data(), host, bytes); }
 void HostBackend::download_work(void* host, std::size_t bytes) { std::memcpy(host, work_.data(), bytes); }
 void HostBackend::reset(std::size_t bytes) { std::memcpy(work_.data(), input_.data(), bytes); }
-void HostBackend::mark_start() { start_ = MPI_Wtime(); }
+namespace {
+double host_clock_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+void HostBackend::mark_start() { start_ = host_clock_s(); }
 void HostBackend::sleep(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
-void HostBackend::mark_entry() { entry_ = MPI_Wtime() - start_; }
-void HostBackend::mark_exit() { exit_ = MPI_Wtime() - start_; }
+void HostBackend::mark_entry() { entry_ = host_clock_s() - start_; }
+void HostBackend::mark_exit() { exit_ = host_clock_s() - start_; }
 double HostBackend::time_reduce(std::size_t count, DataType t, ReduceOp op) {
   const double t0 = MPI_Wtime();
   cpu_reduce(work_.data(), input_.data(), count, t, op);

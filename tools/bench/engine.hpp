@@ -73,6 +73,9 @@ class Backend {
   struct Times {
     double exit_s = 0;   // mark_exit − mark_start
     double entry_s = 0;  // mark_entry − mark_start
+    // mark_start on the host's monotonic clock (steady_clock), which every process of a host
+    // reads alike; -1: this backend's marks are not on it (CUDA events).
+    double start_s = -1;
   };
   virtual Times read_times() = 0;  // waits for mark_exit
   // What the most recent allreduce ran (auto: the policy's choice).
@@ -88,7 +91,8 @@ class Backend {
 };
 
 // The host half of a CPU backend (MPI, UCX): both buffers in host memory, a host sleep,
-// MPI_Wtime as the clock, the runtime's CPU reducer for the calibration. A CPU backend adds its
+// the host's monotonic clock (steady_clock: one for every process of a host, where MPI_Wtime
+// may count from a per-process origin), the runtime's CPU reducer for the calibration. A CPU backend adds its
 // data path: transport(), allreduce(), last_choice() and time_exchange() (send from input(),
 // receive into work()).
 class HostBackend : public Backend {
@@ -104,7 +108,7 @@ class HostBackend : public Backend {
   void sleep(double ms) override;
   void mark_entry() override;
   void mark_exit() override;
-  Times read_times() override { return {exit_, entry_}; }
+  Times read_times() override { return {exit_, entry_, start_}; }
   double time_reduce(std::size_t count, DataType t, ReduceOp op) override;
 
  protected:
