@@ -436,15 +436,16 @@ Row Bench::run_row(const Entry& entry, std::size_t bytes, const std::optional<Co
       const detail::Choice c = b_.last_choice();
       const bool fresh = f_.check && std::find(checked.begin(), checked.end(), c) == checked.end();
       // Max over ranks of: exit, counted entry (each on this rank's own clock from its start),
-      // the same two on the one clock, -start, fresh, and whether a rank has no shared clock.
+      // exit and entry on the one clock (every rank's entry: the latest is the delayed rank's,
+      // or, with nobody delayed, the last to leave the barrier), -start, fresh, and whether a
+      // rank has no shared clock.
       const bool on_one_clock = one_clock_ && t.start_s >= 0;
-      const bool counts = entry_counts(i);
       const double at = on_one_clock ? t.start_s : 0.0;
-      double local[7] = {t.exit_s, counts ? t.entry_s : 0.0, at + t.exit_s, counts ? at + t.entry_s : 0.0, -at,
+      double local[7] = {t.exit_s, entry_counts(i) ? t.entry_s : 0.0, at + t.exit_s, at + t.entry_s, -at,
                          fresh ? 1.0 : 0.0, on_one_clock ? 0.0 : 1.0};
       double global[7] = {0, 0, 0, 0, 0, 0, 0};
       MPI_Allreduce(local, global, 7, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      if (global[6] == 0) {  // latest exit − latest counted entry; time from the first start
+      if (global[6] == 0) {  // latest exit − latest entry; time from the first start
         times.push_back(global[2] + global[4]);
         exposed.push_back(global[2] - global[3]);
       } else {
