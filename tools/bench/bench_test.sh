@@ -42,6 +42,8 @@ for r in d["rows"]:
     assert "error" not in r and r["wrong"] == 0, r
     assert len(r["exposed_us_per_iter"]) == iters and len(r["time_us_per_iter"]) == iters, r
     assert len(r["choices"]) == iters, r
+    # exposed = latest exit - latest entry, time = latest exit - the common start: 0 <= exposed <= time.
+    assert all(0 <= e <= t + 1e-3 for e, t in zip(r["exposed_us_per_iter"], r["time_us_per_iter"])), r
     for c in r["choices"]:
         # auto may also run stragglar-k / hierarchical (issue #23): a loaded host can make two
         # ranks late together in most of the last P calls, and auto then learns that set.
@@ -68,6 +70,17 @@ for r in d["rows"]:
     assert "error" not in r and r["wrong"] == 0, r
     assert abs(r["exposed_total_us"] - sum(r["exposed_us_per_iter"])) <= 1e-6 * max(1.0, r["exposed_total_us"]), r
 print("--delay-pattern: exact, straggler = the rank latest most often, totals")
+EOF
+# Nobody delayed (--delay 0): exposed = latest exit - latest entry of every rank, never more
+# than the time (on one host both on the shared clock).
+"${mpiexec[@]}" -np 4 "$bench" -b 4K -e 4K -n 3 -w 1 -c 1 --algo ring,auto --delay 0 --json "$out/nodelay.json" \
+  >"$out/log" 2>&1 || { echo "FAIL: --delay 0"; cat "$out/log"; exit 1; }
+python3 - "$out/nodelay.json" <<'EOF'
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    assert "error" not in r and r["wrong"] == 0, r
+    assert all(0 <= e <= t + 1e-3 for e, t in zip(r["exposed_us_per_iter"], r["time_us_per_iter"])), r
+print("--delay 0: 0 <= exposed <= time")
 EOF
 # A bad pattern is refused, naming the file, the line and the value.
 printf '0 0 x 0\n' > "$out/bad.txt"
