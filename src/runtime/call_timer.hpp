@@ -79,7 +79,7 @@ class HostCallTimer final : public CallTimer {
   // `engine` runs the exchange (its agree_max) and sizes it (its reserve); it outlives the timer.
   // Throws Error(Internal) for a lag outside [0, kMaxLag].
   explicit HostCallTimer(Engine& engine, int lag = 0);
-  // The exchange split around the next call (lag 0).
+  // The exchange split around the next call (lag 0): `split` runs and sizes it, not agree_max.
   HostCallTimer(Engine& engine, std::unique_ptr<SplitAllgather> split);
   static constexpr int kMaxLag = 7;  // times_ns_ holds the calls not taken yet
   int measurement_lag() const override { return lag_; }

@@ -69,8 +69,9 @@ struct CommState {
     // A failed call leaves messages in flight on our communicator (its sends, "gave up"
     // notices). Freed, its context id goes to the next communicator Open MPI makes, and they
     // would be matched there (the harness's --recover trials: a re-created communicator's first
-    // call received them). So a broken session's communicator is kept until MPI_Finalize.
-    if (!broken && dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
+    // call received them). So a broken session's communicator is kept until MPI_Finalize, and
+    // so is one on which auto's last exchange had to be cancelled (MpiSplitAllgather).
+    if (!broken && !(engine && engine->stray_messages_possible()) && dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
     if (!engine || engine->settle(timeout_s)) {
       engine.reset();
       return;

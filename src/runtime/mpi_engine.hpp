@@ -57,6 +57,9 @@ class MpiEngine final : public Engine {
   bool settle(double timeout_s) {
     return settle_request(native_pending_, timeout_s) && !transport_.writes_may_be_pending();
   }
+  // Whether a message of ours may still arrive on the communicator (MpiTransport): it is then
+  // kept until MPI_Finalize instead of freed.
+  bool stray_messages_possible() const { return transport_.stray_messages_possible(); }
 
  private:
   MPI_Comm comm_;

@@ -2,7 +2,11 @@
 #include "runtime/mpi_split_allgather.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
+
+#include "runtime/env.hpp"
 
 #include "stragglar/error.hpp"
 
@@ -14,15 +18,25 @@ MpiSplitAllgather::MpiSplitAllgather(MpiTransport& transport)
 MpiSplitAllgather::~MpiSplitAllgather() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized || !round_.posted()) {
-    if (finalized && round_.posted()) (void)memory_.release();  // MPI is gone: nothing to cancel
+  if (!round_.posted()) return;
+  if (finalized) {  // MPI is gone: nothing to wait for or cancel, and nothing may free the memory
+    (void)memory_.release();
     return;
   }
-  // Every peer posted its part when it finished the same call: usually all here already.
+  // The last call's exchange: every peer posts its part when it finishes that call, so it comes
+  // unless a peer died. Waited for (at most STRAGGLAR_TIMEOUT_S, at least a second) rather than
+  // cancelled: a part arriving after its receive was cancelled would stay on the communicator and
+  // be matched by the next communicator Open MPI makes with its context id.
+  const double deadline = MPI_Wtime() + std::max(cleanup_timeout_s(), 1.0);
   int done = 0;
-  MPI_Testall(static_cast<int>(round_.requests.size()), round_.requests.data(), &done, MPI_STATUSES_IGNORE);
-  if (!done) transport_.abandon(round_);
-  if (round_.receive_may_write) (void)memory_.release();
+  while (MPI_Testall(static_cast<int>(round_.requests.size()), round_.requests.data(), &done,
+                     MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
+         !done && MPI_Wtime() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  if (done) return;
+  transport_.abandon(round_);
+  transport_.mark_stray_messages();  // the communicator is kept until MPI_Finalize
+  if (round_.left_pending) (void)memory_.release();
 }
 
 void MpiSplitAllgather::size_for(std::size_t values) {
@@ -45,8 +59,9 @@ void MpiSplitAllgather::size_for(std::size_t values) {
 
 void MpiSplitAllgather::reserve(std::size_t values) {
   size_for(values);
-  round_.requests.reserve(2 * sends_.size());
-  round_.pending.reserve(2 * sends_.size());
+  const std::size_t requests = 2 * sends_.size() * (sends_.empty() ? 0 : transport_.pieces(sends_.front().bytes));
+  round_.requests.reserve(requests);
+  round_.pending.reserve(requests);
 }
 
 void MpiSplitAllgather::begin(std::span<const std::int64_t> values) {

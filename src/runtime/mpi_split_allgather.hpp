@@ -1,8 +1,8 @@
 // auto's exchange over MPI without a wait inside a call (call_timer.hpp SplitAllgather; docs/auto.md
 // "The exchange"): after a call's data phase each rank posts its slots to every peer (n - 1
-// eager messages of a few dozen bytes on auto's exchange tag, MpiTransport::exchange_tag) and its
-// receives for theirs; at the configuration's next call the messages are there and the wait
-// returns at once. Every rank makes the same calls in the same order, so a peer's exchanges reach
+// messages of (2 P + 1) × 8 bytes, 88 at the default P = 5, on auto's exchange tag,
+// MpiTransport::exchange_tag) and its receives for theirs; at the configuration's next call the
+// messages are there and the wait returns at once. Every rank makes the same calls in the same order, so a peer's exchanges reach
 // this rank in the order it posts its receives (MPI does not let one sender's messages on a tag
 // overtake each other), one configuration's or several's.
 #pragma once
@@ -21,8 +21,9 @@ class MpiSplitAllgather final : public SplitAllgather {
  public:
   // `transport` (the engine's) outlives this object, or MPI is finalized before it goes.
   explicit MpiSplitAllgather(MpiTransport& transport);
-  // Completes or cancels what is still posted; its memory is leaked where a receive could not
-  // be cancelled (nothing may write into freed memory).
+  // Waits for what is still posted (the last call's exchange: at most STRAGGLAR_TIMEOUT_S), else
+  // cancels it and has the transport keep its communicator until MPI_Finalize (a part may still
+  // arrive); its memory is leaked where MPI kept a request (nothing may touch freed memory).
   ~MpiSplitAllgather() override;
   MpiSplitAllgather(const MpiSplitAllgather&) = delete;
   MpiSplitAllgather& operator=(const MpiSplitAllgather&) = delete;

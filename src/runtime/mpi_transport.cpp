@@ -105,10 +105,18 @@ void MpiTransport::post(Round& round, std::span<const Message> sends, std::span<
   round.requests.clear();
   round.pending.clear();
   round.tag = tag;
+  // Everything that can fail before MPI holds a request: the peers, and room for every request.
+  std::size_t requests = 0;
+  for (std::span<const Message> ms : {recvs, sends})
+    for (const Message& m : ms) {
+      if (m.peer < 0 || m.peer >= nranks_)
+        throw Error(ErrorCode::Internal, "MpiTransport: peer " + std::to_string(m.peer) +
+                                             " outside [0, " + std::to_string(nranks_) + ")");
+      requests += pieces(m.bytes);
+    }
+  round.requests.reserve(requests);
+  round.pending.reserve(requests);
   auto post_one = [&](const Message& m, bool is_send) {
-    if (m.peer < 0 || m.peer >= nranks_)
-      throw Error(ErrorCode::Internal, "MpiTransport: peer " + std::to_string(m.peer) +
-                                           " outside [0, " + std::to_string(nranks_) + ")");
     auto* data = static_cast<char*>(m.data);
     for (std::size_t off = 0; off < m.bytes; off += max_piece_) {
       const int piece = static_cast<int>(std::min(max_piece_, m.bytes - off));
@@ -249,9 +257,8 @@ void MpiTransport::abandon(Round& round) noexcept {
   }
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (requests[i] == MPI_REQUEST_NULL) continue;
-    const bool receive = !round.pending[i].is_send;
-    abandoned_receives_ = abandoned_receives_ || receive;
-    round.receive_may_write = round.receive_may_write || receive;
+    if (&round == &round_ && !round.pending[i].is_send) abandoned_receives_ = true;
+    round.left_pending = true;
     MPI_Request_free(&requests[i]);
   }
   requests.clear();

@@ -54,8 +54,9 @@ class MpiTransport final : public Transport {
     std::vector<MPI_Request> requests;  // reused: no allocation once warmed up
     std::vector<Pending> pending;
     int tag = 0;
-    // A receive that could not be cancelled was left to MPI: its memory must outlive it.
-    bool receive_may_write = false;
+    // A request that could not be completed or cancelled was left to MPI (a receive that may
+    // still write, a send that may still read): the memory of its messages must outlive it.
+    bool left_pending = false;
     bool posted() const { return !requests.empty(); }
   };
   // Posts the round's receives, then its sends, with `tag`; returns at once.
@@ -64,9 +65,17 @@ class MpiTransport final : public Transport {
   // "gave up" notice, a peer in another call (each an Error naming the peers, after cancelling
   // the round); `check_notices`: as set_check_notices_after_receives. Nothing posted: returns.
   void wait(Round& round, bool check_notices);
-  // Cancels what the round still has pending (a receive that cannot be cancelled is left to MPI:
-  // Round::receive_may_write).
+  // Cancels what the round still has pending (what cannot be cancelled is left to MPI:
+  // Round::left_pending). Only exchange()'s own round counts for writes_may_be_pending(): the
+  // memory of a caller's round is the caller's to keep.
   void abandon(Round& round) noexcept;
+  // MPI requests one message of `bytes` takes (pieces of at most the max piece size).
+  std::size_t pieces(std::size_t bytes) const { return (bytes + max_piece_ - 1) / max_piece_; }
+  // A message of ours may still arrive on this communicator after its receive was cancelled
+  // (mark_stray_messages): freed, the communicator's context id would pass to the next one
+  // Open MPI makes, and the message would be matched there — keep it until MPI_Finalize.
+  void mark_stray_messages() { stray_messages_ = true; }
+  bool stray_messages_possible() const { return stray_messages_ || abandoned_receives_; }
   void set_timeout(double timeout_s) override { timeout_s_ = timeout_s; }
   // Largest piece one MPI call moves, in [1, INT_MAX] (default 1 GiB).
   void set_max_piece_bytes(std::size_t bytes);
@@ -100,6 +109,7 @@ class MpiTransport final : public Transport {
   double timeout_s_;
   std::size_t max_piece_ = std::size_t{1} << 30;
   bool abandoned_receives_ = false;
+  bool stray_messages_ = false;
   bool check_notices_after_receives_ = true;
   Round round_;  // exchange()'s
 };

@@ -34,8 +34,8 @@ class Transport {
   // tag's (MPI and UCX tags). Engines that match messages by order alone (NCCL) ignore it.
   virtual void set_tag(int /*tag*/) {}
   // Largest tag a configuration may take: each gets its own in [1, max_tag()]. The tags above
-  // are the transport's own (MPI: the agreement's and the "gave up" notices') or the agreement's
-  // over it (kAgreementTag).
+  // are the transport's own (MPI: auto's exchange's, the agreement's and the "gave up" notices')
+  // or the agreement's over it (kAgreementTag).
   virtual int max_tag() const { return kAgreementTag - 1; }
   // After a failure: may a receive this transport posted (or, on a GPU, work enqueued on its
   // stream) still write into memory the session gave it (scratch)? Then a broken session leaks

@@ -4,11 +4,12 @@
 // One iteration (docs/runtime.md "stragglar-bench"): the backend resets its work buffer from
 // the inputs and drains (not timed), MPI_Barrier (the common start), every rank marks its
 // start, the delayed rank sleeps --delay ms while the others enter at once, everyone marks its
-// entry, runs the allreduce in place and marks its exit. exposed = latest exit − latest entry
-// (of the delayed ranks without a pattern, of every rank with one), time = latest exit − the
-// common start; medians over the timed iterations. Where every rank reads one clock (the ranks
-// of one host, a CPU backend: detail::this_clock_id) the marks are compared on it, exactly.
-// Otherwise each rank measures on its own clock from its own barrier exit: ranks leave a barrier
+// entry, runs the allreduce in place and marks its exit. exposed = latest exit − latest entry,
+// time = latest exit − the common start; medians over the timed iterations. Where every rank
+// reads one clock (the ranks of one host, a CPU backend: detail::this_clock_id) the marks are
+// compared on it, exactly (every rank's entry counts). Otherwise each rank measures on its own
+// clock from its own barrier exit, and the entry that counts is the delayed ranks' (every rank's
+// under a pattern; none without a delay: exposed = time there): ranks leave a barrier
 // apart (on the 2-core VM with 8 ranks 2.5-7 ms, depending on how the ranks waiting in the
 // allreduce share the cores), and that spread then counts as exposed time.
 #include "engine.hpp"
