@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "runtime/env.hpp"
-
 #include "stragglar/error.hpp"
 
 namespace stragglar::detail {
@@ -46,14 +45,15 @@ void MpiSplitAllgather::size_for(std::size_t values) {
                                          std::to_string(n) + " ranks, expected a multiple");
   if (memory_->size() == values) return;
   memory_->assign(values, -1);
-  const std::size_t slots = values / static_cast<std::size_t>(n), bytes = slots * sizeof(std::int64_t);
+  slots_ = values / static_cast<std::size_t>(n);
+  mine_ = static_cast<std::size_t>(transport_.rank()) * slots_;
+  const std::size_t bytes = slots_ * sizeof(std::int64_t);
   sends_.clear();
   recvs_.clear();
-  const int me = transport_.rank();
   for (int p = 0; p < n; ++p) {
-    if (p == me) continue;
-    sends_.push_back({p, memory_->data() + static_cast<std::size_t>(me) * slots, bytes});
-    recvs_.push_back({p, memory_->data() + static_cast<std::size_t>(p) * slots, bytes});
+    if (p == transport_.rank()) continue;
+    sends_.push_back({p, memory_->data() + mine_, bytes});
+    recvs_.push_back({p, memory_->data() + static_cast<std::size_t>(p) * slots_, bytes});
   }
 }
 
@@ -67,9 +67,8 @@ void MpiSplitAllgather::reserve(std::size_t values) {
 void MpiSplitAllgather::begin(std::span<const std::int64_t> values) {
   if (round_.posted()) throw Error(ErrorCode::Internal, "MpiSplitAllgather: begun twice without an end");
   size_for(values.size());
-  const std::size_t slots = values.size() / static_cast<std::size_t>(transport_.nranks());
-  const std::size_t mine = static_cast<std::size_t>(transport_.rank()) * slots;
-  std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(mine), slots, memory_->begin() + static_cast<std::ptrdiff_t>(mine));
+  std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(mine_), slots_,
+              memory_->begin() + static_cast<std::ptrdiff_t>(mine_));
   transport_.post(round_, sends_, recvs_, transport_.exchange_tag());
 }
 
@@ -80,10 +79,8 @@ void MpiSplitAllgather::end(std::span<std::int64_t> values, double) {
   // No "gave up" check after the receives: what a peer sends is its own memory, which it
   // rewrites only at its next begin, never its caller's buffer.
   transport_.wait(round_, /*check_notices=*/false);
-  const std::size_t slots = values.size() / static_cast<std::size_t>(transport_.nranks());
-  const std::size_t mine = static_cast<std::size_t>(transport_.rank()) * slots;
   for (std::size_t i = 0; i < values.size(); ++i)
-    if (i < mine || i >= mine + slots) values[i] = (*memory_)[i];
+    if (i < mine_ || i >= mine_ + slots_) values[i] = (*memory_)[i];
 }
 
 }  // namespace stragglar::detail

@@ -36,6 +36,7 @@ class MpiSplitAllgather final : public SplitAllgather {
   void size_for(std::size_t values);
   MpiTransport& transport_;
   std::unique_ptr<std::vector<std::int64_t>> memory_;  // every rank's slots: what is sent and received
+  std::size_t slots_ = 0, mine_ = 0;  // values per rank; where this rank's begin
   std::vector<Message> sends_, recvs_;
   MpiTransport::Round round_;
 };

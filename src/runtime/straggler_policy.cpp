@@ -543,7 +543,8 @@ void StragglerPolicy::plan_exploration(int best) {
     // the model sees no candidate ahead (level: within switch_margin): beside a late rank,
     // re-probing Ring and native cost `alternating` 5-10 % (StragglerPolicy tests). (A candidate
     // told a straggler has the rule below: its one run also depends on who was late.)
-    if (calls <= 0 && delay_s_ <= kQuietDelayFraction * best_value && !c.uses_straggler && have == 1 && e.fresh == 1 && e.value <= band &&
+    const bool nobody_late = delay_s_ <= kQuietDelayFraction * best_value;
+    if (calls <= 0 && nobody_late && !c.uses_straggler && have == 1 && e.fresh == 1 && e.value <= band &&
         std::isfinite(e.predicted) && e.predicted <= model_best * (1 + config_.switch_margin))
       calls = std::min(1, config_.min_samples - c.burst_calls);
     // One fresh measurement that contradicts a model gain beyond the model's error (a slow
