@@ -197,7 +197,8 @@ void MpiEngine::bounded_native(const void* sendbuf, void* recvbuf, std::size_t c
     const void* s = in_place && !staged ? MPI_IN_PLACE : static_cast<const char*>(sendbuf) + off * es;
     check_mpi(iallreduce_algorithm_.post(s, r, n, type, mop, comm_, &native_pending_),
               "MPI_Iallreduce (native, run by auto)");
-    wait_with_timeout(native_pending_, std::max(deadline - MPI_Wtime(), 1e-9), "MPI_Iallreduce (native, run by auto)");
+    wait_with_timeout(native_pending_, std::max(deadline - MPI_Wtime(), 1e-9), "MPI_Iallreduce (native, run by auto)",
+                      WaitPolls::yield);  // as MPI_Allreduce waits: libnbc advances only in MPI_Test
   }
   if (staged) device_.copy(recvbuf, result, count * es);
   if (op == ReduceOp::avg) device_.finish_average(recvbuf, count, dtype, transport_.nranks());

@@ -34,12 +34,13 @@ std::string mpi_error_string(int rc) {
 // (after 1 ms: a long wait such as a straggler's delay) sleep a few microseconds between polls.
 class Backoff {
  public:
+  explicit Backoff(WaitPolls polls = WaitPolls::sleep_after_1ms) : may_sleep_(polls == WaitPolls::sleep_after_1ms) {}
   void pause() {
     ++polls_;
     if (polls_ < 64) return;  // the common case: the peer is already there
     const auto now = std::chrono::steady_clock::now();
     if (polls_ == 64) since_ = now;
-    if (now - since_ < std::chrono::milliseconds(1)) {
+    if (!may_sleep_ || now - since_ < std::chrono::milliseconds(1)) {
       sched_yield();
       return;
     }
@@ -47,6 +48,7 @@ class Backoff {
   }
 
  private:
+  bool may_sleep_;
   unsigned polls_ = 0;
   std::chrono::steady_clock::time_point since_{};
 };
@@ -61,9 +63,9 @@ void check_mpi(int rc, const char* what) {
     throw Error(ErrorCode::SystemError, std::string(what) + " failed: " + mpi_error_string(rc));
 }
 
-void wait_with_timeout(MPI_Request& request, double timeout_s, const char* what) {
+void wait_with_timeout(MPI_Request& request, double timeout_s, const char* what, WaitPolls polls) {
   const double start = MPI_Wtime();
-  Backoff backoff;
+  Backoff backoff(polls);
   for (;;) {
     int done = 0;
     check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");

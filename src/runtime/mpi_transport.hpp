@@ -117,7 +117,17 @@ class MpiTransport final : public Transport {
 // Throws Error(SystemError) naming `what` and MPI's message when rc != MPI_SUCCESS.
 void check_mpi(int rc, const char* what);
 
+// How a wait polls once it has waited 1 ms (a late peer). sleep_after_1ms: sleeps ~20 µs between
+// polls, giving the core to the rank it waits for on an oversubscribed host (the transport's
+// rounds: each round is a new wait, so only the round that waited long sleeps). yield: never
+// sleeps — for a request that advances only inside MPI_Test (a nonblocking collective: libnbc
+// starts each of its rounds in a test), where a sleep after each test would delay every round once
+// the late rank is there (sleep_for(20 µs) takes ~110 µs on the 2-core VM); it waits as a blocking
+// MPI collective waits (Open MPI polls, yielding when oversubscribed).
+enum class WaitPolls { sleep_after_1ms, yield };
+
 // Polls `request` until it completes; throws Error(Timeout) mentioning `what` after timeout_s.
-void wait_with_timeout(MPI_Request& request, double timeout_s, const char* what);
+void wait_with_timeout(MPI_Request& request, double timeout_s, const char* what,
+                       WaitPolls polls = WaitPolls::sleep_after_1ms);
 
 }  // namespace stragglar
