@@ -13,9 +13,12 @@ machine load spreads over all of them.
 One iteration of a mode (the timing rules of stragglar-bench, docs/runtime.md): every rank resets
 its buffer (not timed), a Gloo barrier is the common start, the straggler (the last rank unless
 --straggler) sleeps --delay-ms, then every rank calls all_reduce (SUM, float32, in place) and
-records its exit. Each rank measures on its own clock from its own barrier exit; rank 0 takes
-exposed = latest exit - the straggler's entry (what the collective costs once the last rank is
-there) and time = latest exit, and prints medians over iterations. Results are checked exactly
+records its entry and exit. Where every rank reads one clock (one machine: the same boot id and
+time namespace, as stragglar-bench decides; CLOCK_MONOTONIC is shared by its processes), rank 0
+takes exposed = latest exit - latest entry and time = latest exit - earliest barrier exit, exactly;
+otherwise each rank measures from its own barrier exit and exposed = latest exit - the straggler's
+entry (the spread with which ranks leave the barrier then counts as exposed time). Medians over
+iterations; the JSON's "one_clock" says which. Results are checked exactly
 (small integers) on every rank after the timed iterations.
 
 --latency (small messages, nobody late): each mode's --calls all_reduce calls are split into --blocks
@@ -168,35 +171,43 @@ def run_rank(args, rank: int, world: int) -> dict | None:
     expected = (torch.arange(count, dtype=torch.int64) % 13 * world + world * (world - 1) // 2).to(torch.float32)
     buffers = {m: torch.empty(count, dtype=torch.float32) for m in modes}
     delay_s = args.delay_ms / 1000.0
-    times = {m: [] for m in modes}  # per timed iteration: (entry, exit) on this rank's clock
+    times = {m: [] for m in modes}  # per timed iteration: (barrier exit, entry, exit), CLOCK_MONOTONIC
 
     for it in range(args.warmup + args.iters):
         for mode in modes:
             buf = buffers[mode]
             buf.copy_(base)
             dist.barrier()  # the default (Gloo) group: the common start
-            start = time.perf_counter()
+            start = time.monotonic()
             if rank == straggler:
                 time.sleep(delay_s)
-            entry = time.perf_counter()
+            entry = time.monotonic()
             dist.all_reduce(buf, group=groups[mode])
-            leave = time.perf_counter()
+            leave = time.monotonic()
             if it >= args.warmup:
-                times[mode].append((entry - start, leave - start))
+                times[mode].append((start, entry, leave))
 
     wrong = {m: int((buffers[m] != expected).sum()) for m in modes}
     gathered = [None] * world
-    dist.all_gather_object(gathered, {"rank": rank, "times": times, "wrong": wrong})
+    dist.all_gather_object(gathered, {"rank": rank, "times": times, "wrong": wrong, "clock": clock_id()})
     if rank != 0:
         return None
 
+    one_clock = gathered[0]["clock"] is not None and all(g["clock"] == gathered[0]["clock"] for g in gathered)
     rows = []
     for mode in modes:
         exposed, total = [], []
         for i in range(args.iters):
-            latest = max(g["times"][mode][i][1] for g in gathered)
-            exposed.append(latest - gathered[straggler]["times"][mode][i][0])
-            total.append(latest)
+            marks = [g["times"][mode][i] for g in gathered]
+            if one_clock:  # every mark on one clock: exact
+                latest = max(m[2] for m in marks)
+                exposed.append(latest - max(m[1] for m in marks))
+                total.append(latest - min(m[0] for m in marks))
+            else:  # each rank from its own barrier exit
+                latest = max(m[2] - m[0] for m in marks)
+                straggler_marks = marks[straggler]
+                exposed.append(latest - (straggler_marks[1] - straggler_marks[0]))
+                total.append(latest)
         rows.append({
             **mode_fields(mode),
             "exposed_ms": statistics.median(exposed) * 1e3,
@@ -207,8 +218,27 @@ def run_rank(args, rank: int, world: int) -> dict | None:
             "exposed_all_ms": [e * 1e3 for e in exposed],
         })
     return {"nranks": world, "bytes": count * 4, "delay_ms": args.delay_ms, "straggler": straggler,
+            "one_clock": one_clock,
             "iters": args.iters, "warmup": args.warmup, "threads": args.threads,
             "load": load, "rows": rows}
+
+
+def clock_id() -> str | None:
+    """Which CLOCK_MONOTONIC this process reads: the boot id and, under a time namespace, its
+    offsets (the C++ side's this_clock_id, src/runtime/hosts.cpp); None when unknown."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            ident = f.read().strip()
+    except OSError:
+        return None
+    if not ident:
+        return None
+    try:
+        with open("/proc/self/timens_offsets") as f:
+            ident += " " + " ".join(f.read().split())
+    except OSError:
+        pass
+    return ident
 
 
 def print_table(result: dict) -> None:
@@ -216,6 +246,8 @@ def print_table(result: dict) -> None:
     print(f"# {result['nranks']} ranks, {result['bytes'] / 2**20:g} MiB float32 SUM, rank {result['straggler']} "
           f"{result['delay_ms']:g} ms late, median of {result['iters']} (after {result['warmup']} warm-up), "
           f"load average {result['load'][0]:.2f} before the run")
+    print("# exposed = latest exit - latest entry on the machine's monotonic clock" if result["one_clock"] else
+          "# ranks on several clocks: exposed = latest exit - the straggler's entry, each from its barrier exit")
     print(f"{'mode':<20} {'exposed(ms)':>12} {'min':>9} {'max':>9} {'time(ms)':>10} {'vs gloo':>8} {'#wrong':>7}")
     for r in result["rows"]:
         ratio = f"{gloo / r['exposed_ms']:.2f}x" if gloo else "-"
