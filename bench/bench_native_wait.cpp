@@ -1,9 +1,9 @@
 // auto's bounded native (MpiEngine::native_allreduce with a bound: MPI_Iallreduce polled against
 // the timeout) beside MPI_Allreduce, with a random rank late in every call (docs/auto.md "The
 // first calls", the bullet on auto's native). Calls alternate between the two, so a host's drift
-// falls on both; exposed time = latest exit − latest entry on the host's steady clock (every rank
-// on one host). Prints both totals and their ratio on rank 0.
-//   mpirun -np 8 ./build/bench/bench_native_wait [--iters 24] [--delay-ms 100] [--mib 16] [--out-of-place]
+// falls on both; exposed time = latest exit − latest entry on the host's steady clock, so every
+// rank must run on one machine (checked). Prints both totals and their ratio on rank 0.
+//   mpirun -np 8 ./build/bench_native_wait [--iters 24] [--delay-ms 100] [--mib 16] [--out-of-place]
 #include <mpi.h>
 
 #include <algorithm>
@@ -51,6 +51,18 @@ int main(int argc, char** argv) {
   int rank = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm node;  // the steady clock is one clock only within a machine
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int on_node = 0;
+  MPI_Comm_size(node, &on_node);
+  MPI_Comm_free(&node);
+  if (on_node != n) {
+    if (rank == 0)
+      std::fprintf(stderr, "bench_native_wait: %d of %d ranks share this machine, expected all (exposed time is read on "
+                   "one machine's clock)\n", on_node, n);
+    MPI_Finalize();
+    return 2;
+  }
   MPI_Comm comm;  // the engine's private duplicate, as the MPI front-end makes it
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);

@@ -547,11 +547,12 @@ void StragglerPolicy::plan_exploration(int best) {
     if (calls <= 0 && nobody_late && !c.uses_straggler && have == 1 && e.fresh == 1 && e.value <= band &&
         std::isfinite(e.predicted) && e.predicted <= model_best * (1 + config_.switch_margin))
       calls = std::min(1, config_.min_samples - c.burst_calls);
-    // Native measured once, within the noise of the incumbent (switch_margin + 2σ), whoever is
-    // late: a second run makes it measured, and measured native needs no margin to be chosen
-    // (decide()). Its one run beside a schedule's many is otherwise a coin toss that decides the
-    // rest of the run.
-    if (calls <= 0 && c.algorithm == Algorithm::native && e.fresh == 1 && std::isfinite(inc.value) &&
+    // Native measured fewer than min_samples times, within the noise of the incumbent
+    // (switch_margin + 2σ), whoever is late: more runs make it measured, and measured native
+    // replaces a schedule with switch_margin alone, without the standard errors (decide()). Its
+    // one run beside a schedule's many is otherwise a coin toss that decides the rest of the run.
+    if (calls <= 0 && c.algorithm == Algorithm::native && e.fresh >= 1 && e.fresh < config_.min_samples &&
+        std::isfinite(inc.value) &&
         e.value <= inc.value * (1 + config_.switch_margin + 2 * noise_))
       calls = std::min(1, config_.min_samples - c.burst_calls);
     // One fresh measurement that contradicts a model gain beyond the model's error (a slow
@@ -811,7 +812,8 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
 
   // Hysteresis. Measured against measured: the challenger must be faster by switch_margin plus
   // 1.5 standard errors of the difference of the two estimates (so the margin grows with the
-  // host's noise and shrinks as measurements accumulate), and may not switch straight back to
+  // host's noise and shrinks as measurements accumulate; measured native by switch_margin alone,
+  // below), and may not switch straight back to
   // the choice just left within min_dwell_windows decisions. Model against incumbent: an
   // estimate without enough fresh measurements behind it switches only for a gain larger than
   // the model's error.
@@ -833,9 +835,9 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       // those: ~7% of comparisons between equal candidates, and the dwell rule stops those
       // from flapping back.
       const double se = 1.36 * noise_ * std::sqrt(1.0 / b.fresh + (i.measured ? 1.0 / i.fresh : 0.0));
-      // Native is what the user runs without us: a schedule must beat it by the margin to replace
-      // it or to stay chosen, so native measured (min_samples fresh) and lower than the incumbent
-      // replaces it with no margin. Where calls vary by ±10 % (the 2-core VM) a 5-10 % difference
+      // Native is what the user runs without us: a schedule must beat it by the whole margin to
+      // replace it or to stay chosen, so native measured (min_samples fresh) replaces a schedule
+      // when lower by switch_margin alone, without the standard errors. Where calls vary by ±10 % (the 2-core VM) a 5-10 % difference
       // stays inside the margin for a whole benchmark, and the first candidate measured stayed
       // chosen: RHD for most of `random-rank` and `imbalance` where MPI_Allreduce ran 5-12 %
       // faster (docs/auto.md "Native first among equals").
@@ -850,7 +852,10 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
         switched = true;
         if (words)
           reason = "measured " + ms(b.value) + " vs " + ms(i.value) + " (margin " + fmt_double(std::round(margin * 1000) / 10) +
-                 "%: " + fmt_double(config_.switch_margin * 100) + "% + 1.5 standard errors at noise " + fmt_double(std::round(noise_ * 1000) / 10) + "%)";
+                   "%: " +
+                   (native_over_schedule ? "the switch margin alone, measured native over a schedule)"
+                                         : fmt_double(config_.switch_margin * 100) + "% + 1.5 standard errors at noise " +
+                                               fmt_double(std::round(noise_ * 1000) / 10) + "%)");
         incumbent_by_model_ = false;
       }
     } else if (b.value * (1 + config_.model_error * (i.measured ? 1 : 2)) < i.value) {

@@ -105,7 +105,8 @@ struct PolicyConfig {
   // Estimates are lower quartiles of a candidate's recent measurements (shared hosts mostly add
   // slow outliers). Hysteresis: a measured challenger replaces a measured incumbent only when
   // its estimate is lower by switch_margin plus 1.5 standard errors of the difference (from the
-  // measured noise σ; noise_prior until measured) ...
+  // measured noise σ; noise_prior until measured) — measured native replaces a schedule by
+  // switch_margin alone (native first among equals, docs/auto.md) ...
   double switch_margin = 0.03;
   double noise_prior = 0.05;
   // ... and never switches straight back to the choice it replaced within min_dwell_windows
