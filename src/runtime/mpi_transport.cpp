@@ -31,7 +31,8 @@ std::string mpi_error_string(int rc) {
 
 // Waiting ranks give the CPU away: on an oversubscribed node (8 ranks, 2 cores) a spinning
 // waiter would steal the core from the peer it waits for. Spin briefly, then yield, then
-// (after 1 ms: a long wait such as a straggler's delay) sleep a few microseconds between polls.
+// (after 1 ms: a long wait such as a straggler's delay) sleep a few microseconds between polls —
+// or keep yielding (WaitPolls::yield, mpi_transport.hpp).
 class Backoff {
  public:
   explicit Backoff(WaitPolls polls = WaitPolls::sleep_after_1ms) : may_sleep_(polls == WaitPolls::sleep_after_1ms) {}

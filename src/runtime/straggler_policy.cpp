@@ -837,10 +837,10 @@ bool StragglerPolicy::decide(std::span<const std::int64_t> all) {
       const double se = 1.36 * noise_ * std::sqrt(1.0 / b.fresh + (i.measured ? 1.0 / i.fresh : 0.0));
       // Native is what the user runs without us: a schedule must beat it by the whole margin to
       // replace it or to stay chosen, so native measured (min_samples fresh) replaces a schedule
-      // when lower by switch_margin alone, without the standard errors. Where calls vary by ±10 % (the 2-core VM) a 5-10 % difference
-      // stays inside the margin for a whole benchmark, and the first candidate measured stayed
-      // chosen: RHD for most of `random-rank` and `imbalance` where MPI_Allreduce ran 5-12 %
-      // faster (docs/auto.md "Native first among equals").
+      // when lower by switch_margin alone, without the standard errors. Where calls vary by
+      // ±10 % (the 2-core VM), a 5-10 % difference stays inside the whole margin for a benchmark's
+      // length, and the first candidate measured stayed chosen: RHD for most of `random-rank` and
+      // `imbalance`, where MPI_Allreduce ran 5-12 % faster (docs/auto.md "Choice and hysteresis").
       const bool native_over_schedule = cands_[static_cast<std::size_t>(best)].algorithm == Algorithm::native && b.measured;
       const double margin =
           config_.switch_margin + (native_over_schedule ? 0.0 : std::min(1.5 * se, config_.model_error));
