@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Regenerate every figure of the README (issue #13) as PNG, headless, from the JSON that
-# `stragglar simulate --format json` and `stragglar-bench --json` write. The JSON each figure was
-# drawn from is kept in OUT/data/ (redraw one without re-running: python3 -m stragglar.figures
-# ... --from-data OUT/data/NAME.json).
+# Regenerate every figure of docs/benchmarks.md "Figures" (issue #13) as PNG, headless, from
+# the JSON that `stragglar simulate --format json` and `stragglar-bench --json` write. The JSON
+# each figure was drawn from is kept in OUT/data/ (redraw one without re-running:
+# python3 -m stragglar.figures ... --from-data OUT/data/NAME.json).
 #
 #   bash scripts/figures.sh [options] [OUT]        OUT: default docs/figures
 #

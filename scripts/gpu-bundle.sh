@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what scripts/gpu-check.sh runs into a folder small enough to carry to the lent GPU
-# machine in one device call (shared/DEVICE.md "Build here, run there"; docs/gpu.md "First run").
+# machine in one device call (docs/gpu.md "First run: the check in one device call").
 #
 #   scripts/gpu-bundle.sh DIR            (build tree: ${BUILD:-build-gpu-bundle}, reused)
 #

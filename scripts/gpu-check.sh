@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole GPU check in one device call (shared/DEVICE.md; docs/gpu.md "First run").
+# The whole GPU check in one device call (docs/gpu.md "First run: the check in one device call").
 #
 #   scripts/gpu-bundle.sh build-bundle          # here: build what the check runs (≈ 20 MiB)
 #   bash scripts/gpu-check.sh build-bundle      # there, in the repository root (logs: ${OUT:-./gpu-check-out})
@@ -96,7 +96,8 @@ trap 'exit 143' TERM INT  # so that the EXIT trap packs the logs of a check stop
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none
         -x NCCL_NET=Socket -x NCCL_P2P_DISABLE=1 -x NCCL_SHM_DISABLE=1 -x NCCL_SOCKET_IFNAME=lo
         -x NCCL_DEBUG=${NCCL_DEBUG:-WARN})
-# shared/DEVICE.md: every rank its own NCCL_HOSTID (the programs also set it when ranks > GPUs).
+# NCCL refuses two ranks of one communicator on one GPU: every rank its own NCCL_HOSTID
+# (docs/gpu.md "Tests"; the programs also set it when ranks > GPUs).
 per_rank() { printf 'NCCL_HOSTID=gpucheck$OMPI_COMM_WORLD_RANK exec %s' "$*"; }
 
 { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>&1 || echo "nvidia-smi not available"; } >"$LOGS/gpus.txt"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job (README "Two commands"): set up, build, and run an 8-rank StragglAR benchmark on
+# The main job (README "Install"): set up, build, and run an 8-rank StragglAR benchmark on
 # the CPU/MPI runtime, with rank 7 straggling 300 ms: auto (the default: not told which rank is
 # late), StragglAR told rank 7, the paper's unpipelined schedule (stragglar:1), our Ring and native
 # MPI_Allreduce side by side, each measurement printed next to the model's prediction (--calibrate).

@@ -1,5 +1,5 @@
-// The nccl-tests-shaped flags of stragglar-bench and stragglar-bench-gpu (their shared engine,
-// tools/bench/engine.hpp, adds its own) and of stragglar-ucx-bench, declared once so the tools
+// The nccl-tests-shaped flags of stragglar-bench and stragglar-bench-gpu (their shared runner,
+// tools/bench/bench_runner.hpp, adds its own) and of stragglar-ucx-bench, declared once so the tools
 // stay one interface. The algorithm names come from the algorithm table.
 #pragma once
 #include <CLI/CLI.hpp>

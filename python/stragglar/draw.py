@@ -11,7 +11,7 @@ with the chunks it carries written next to its tail. Phases with ``waits_for_str
 op and labelled with their chunks; above that, labels would overlap, so arrows are coloured by
 chunk (a colour bar tells which) and the op is told by the line style alone.
 
-The schedule format is README.md's "Schedule format"; this module only reads it (the exact
+The schedule format is docs/design.md's "Schedule format"; this module only reads it (the exact
 checks are ``stragglar verify``'s job) and raises ValueError on what it cannot draw.
 """
 

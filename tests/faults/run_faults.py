@@ -58,7 +58,7 @@ def parse_bytes(text):
 
 
 def algorithms_for(frontend):
-    # MPI's `native` named explicitly is a blocking MPI_Allreduce (README guarantees): a stopped
+    # MPI's `native` named explicitly is a blocking MPI_Allreduce (docs/design.md, the guarantees): a stopped
     # peer holds it until it resumes. auto's native is bounded and stays in.
     return [a for a in ALGORITHMS if not (frontend == "mpi" and a == "native")]
 

@@ -40,7 +40,7 @@
 // script scripts/gpu-check.sh requires all of them at n = 2, 4, 8) and says PASSED or FAILED.
 // No GPU (tests/gpu/cuda_presence.hpp): "no CUDA device: skipped", exit 77 (CTest
 // SKIP_RETURN_CODE); any other CUDA error fails. More ranks than GPUs on a node: every rank gets
-// its own NCCL_HOSTID and the socket transport (shared/DEVICE.md).
+// its own NCCL_HOSTID and the socket transport (docs/gpu.md "Tests").
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -706,7 +706,8 @@ void timeout_path() {
 
 void shared_gpu_env(int local_size, int ngpus) {
   if (local_size <= ngpus) return;
-  // More ranks than GPUs here: make every rank look like its own host (shared/DEVICE.md).
+  // More ranks than GPUs here: make every rank look like its own host (NCCL refuses two
+  // ranks on one GPU; docs/gpu.md "Tests").
   const std::string host = "stragglar-test-host" + std::to_string(g_rank);
   setenv("NCCL_HOSTID", host.c_str(), 1);
   setenv("NCCL_NET", "Socket", 0);

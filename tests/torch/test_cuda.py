@@ -17,7 +17,7 @@ needs_a_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a 
 
 def rank_env(nranks):
     """More ranks than GPUs: every rank its own NCCL "host" and sockets over loopback, or NCCL
-    refuses two ranks on one GPU (shared/DEVICE.md "Many NCCL ranks on one GPU")."""
+    refuses two ranks on one GPU (docs/gpu.md "Tests")."""
     if torch.cuda.device_count() >= nranks:
         return {}
     return {"NCCL_HOSTID": "stragglar-torch-rank{rank}", "NCCL_NET": "Socket", "NCCL_P2P_DISABLE": "1",

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# stragglar-bench end to end (CTest bench_mpi, label mpi): the engine's exact check must pass
+# stragglar-bench end to end (CTest bench_mpi, label mpi): the runner's exact check must pass
 # (#wrong = 0, no error row: the bench exits 1 otherwise) for every algorithm of the table,
 # auto included, every dtype × op, at n = 4 and at an odd n = 5, with a delay and a moved
 # straggler; the JSON must carry one exposed time and one choice per timed iteration.
-# stragglar-ucx-bench (the same engine over UCX) runs it too: CTest bench_ucx.
+# stragglar-ucx-bench (the same runner over UCX) runs it too: CTest bench_ucx.
 #
 #   bench_test.sh BENCH MPIEXEC [MPIEXEC_FLAGS...]
 set -eu

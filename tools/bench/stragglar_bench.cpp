@@ -1,7 +1,7 @@
 // stragglar-bench: AllReduce timings under a straggler on the CPU/MPI runtime, shaped like
 // nccl-tests. The benchmark itself (sizes, inputs, checks, timing, calibration, output) is the
-// shared engine (engine.hpp); this file is the MPI backend: the MPI front-end's session on the
-// engine's host buffers (HostBackend: host sleep for the delayed rank, MPI_Wtime).
+// shared runner (bench_runner.hpp); this file is the MPI backend: the MPI front-end's session on the
+// runner's host buffers (HostBackend: host sleep for the delayed rank, MPI_Wtime).
 //
 //   mpirun -np 8 ./build/stragglar-bench -b 64M -e 64M -d float
 //          --algo stragglar,ring,native,auto --straggler 7 --delay 300 --calibrate
@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "engine.hpp"
+#include "bench_runner.hpp"
 #include "runtime/mpi_session.hpp"
 
 using namespace stragglar;

@@ -1,9 +1,9 @@
-// stragglar-bench-gpu: the GPU mode of stragglar-bench — the same engine (tools/bench/engine.hpp:
+// stragglar-bench-gpu: the GPU mode of stragglar-bench — the same runner (tools/bench/bench_runner.hpp:
 // flags, sizes, inputs, checks, timing definitions, calibration, output), with this NCCL
 // backend: device buffers, the NCCL front-end on one non-blocking stream, the delayed rank's
 // sleep as a GPU kernel on its stream (the host never waits), CUDA events as the clock, and
 // ncclSend/ncclRecv exchanges and the reduce kernel for the calibration. One MPI process per
-// GPU rank (several may share a GPU: shared/DEVICE.md); MPI bootstraps the ncclUniqueId and
+// GPU rank (several may share a GPU: docs/gpu.md "Tests"); MPI bootstraps the ncclUniqueId and
 // gives the common start.
 //
 //   mpirun -np 8 ./build/stragglar-bench-gpu -b 64M -e 64M -d float
@@ -20,7 +20,7 @@
 
 #include "../../tests/gpu/cuda_presence.hpp"
 #include "cuda_check.hpp"
-#include "engine.hpp"
+#include "bench_runner.hpp"
 #include "kernels.hpp"
 #include "nccl_front.hpp"
 #include "stragglar/nccl.hpp"
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   int rank = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  bench::EngineFlags flags;
+  bench::RunnerFlags flags;
   if (const auto code = bench::parse_flags(argc, argv, kTool, flags)) {
     MPI_Finalize();
     return *code;
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(local, &local_rank);
   MPI_Comm_size(local, &local_size);
   const bool shared = local_size > gpu.devices;
-  if (shared) {  // shared/DEVICE.md: one NCCL "host" per rank, sockets over loopback
+  if (shared) {  // docs/gpu.md "Tests": one NCCL "host" per rank, sockets over loopback
     const std::string host = "stragglar-bench-host" + std::to_string(rank);
     setenv("NCCL_HOSTID", host.c_str(), 1);
     setenv("NCCL_NET", "Socket", 0);

@@ -3,7 +3,7 @@
 # tensors): 8 ranks, 64 MiB float32 sum, rank 7 sleeping 300 ms after a common start, exposed
 # time (latest exit - straggler's entry, median of 10). Every engine runs in the same sitting,
 # the whole set REPS times over, interleaved, so a change of machine load shows as a spread.
-# UCX and MPI rows are the one bench engine (tools/bench/engine.hpp) under mpirun: the same
+# UCX and MPI rows are the one bench runner (tools/bench/bench_runner.hpp) under mpirun: the same
 # inputs, checks, timing and JSON; only the data path differs.
 #
 #   tools/ucx_bench/compare.sh [BUILD_DIR=./build-ucx] [OUT_DIR=ucx-compare]   (REPS=2)

@@ -1,14 +1,14 @@
 // stragglar-ucx-bench: stragglar-bench over UCX (issue #11, docs/ucx.md). The benchmark itself
-// (flags, sizes, inputs, checks, timing, calibration, table, JSON/CSV) is the shared engine
-// (tools/bench/engine.hpp); this file is the UCX backend: the runtime core's Session over
+// (flags, sizes, inputs, checks, timing, calibration, table, JSON/CSV) is the shared runner
+// (tools/bench/bench_runner.hpp); this file is the UCX backend: the runtime core's Session over
 // UcxEngine (src/ucx/ucx_engine.hpp, the PyTorch backend's CPU engine) on the engine's host
 // buffers (HostBackend).
 //
 //   mpirun -np 8 ./build/stragglar-ucx-bench -b 64M -e 64M -d float
 //          --algo stragglar,ring,rhd,native,auto --straggler 7 --delay 300
 //
-// It runs under mpirun like every tool of the engine. MPI does the benchmark's bookkeeping
-// only: the common start and the gathering of timings (the engine), the exchange of UCX worker
+// It runs under mpirun like every tool of the runner. MPI does the benchmark's bookkeeping
+// only: the common start and the gathering of timings (the runner), the exchange of UCX worker
 // addresses at start (MpiKeyValueStore below), and `native`, which is MPI_Allreduce (UCX has
 // no AllReduce of its own, and auto counts native among its candidates). The schedules
 // (stragglar, ring, rhd, allpairs, broadcast), the core's agreement and auto's exchange move
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"
+#include "bench_runner.hpp"
 #include "runtime/env.hpp"
 #include "runtime/mpi_engine.hpp"
 #include "runtime/session.hpp"

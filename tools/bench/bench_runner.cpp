@@ -1,4 +1,4 @@
-// The benchmark engine (engine.hpp): everything stragglar-bench, stragglar-bench-gpu and
+// The benchmark runner (bench_runner.hpp): everything stragglar-bench, stragglar-bench-gpu and
 // stragglar-ucx-bench share.
 //
 // One iteration (docs/runtime.md "stragglar-bench"): the backend resets its work buffer from
@@ -12,7 +12,7 @@
 // under a pattern; none without a delay: exposed = time there): ranks leave a barrier
 // apart (on the 2-core VM with 8 ranks 2.5-7 ms, depending on how the ranks waiting in the
 // allreduce share the cores), and that spread then counts as exposed time.
-#include "engine.hpp"
+#include "bench_runner.hpp"
 
 #include <mpi.h>
 
@@ -58,7 +58,7 @@ struct Entry {
   Options options;   // algorithm, straggler (-1 for auto), pipeline; cost set per run
 };
 
-std::vector<Entry> parse_entries(const EngineFlags& f, int straggler, const std::vector<int>& late) {
+std::vector<Entry> parse_entries(const RunnerFlags& f, int straggler, const std::vector<int>& late) {
   std::vector<Entry> out;
   std::stringstream list(f.algos);
   std::string text;
@@ -275,7 +275,7 @@ std::string fmt(const char* f, double v) {
 // ---- the benchmark ------------------------------------------------------------------------------
 class Bench {
  public:
-  Bench(const EngineFlags& f, Backend& b, DataType t, ReduceOp op, int straggler, std::vector<Move> moves,
+  Bench(const RunnerFlags& f, Backend& b, DataType t, ReduceOp op, int straggler, std::vector<Move> moves,
         std::vector<int> late, DelayPattern pattern)
       : f_(f), b_(b), t_(t), op_(op), es_(size_of(t)), straggler_(straggler), moves_(std::move(moves)),
         late_(std::move(late)), pattern_(std::move(pattern)) {
@@ -318,7 +318,7 @@ class Bench {
   template <class Body>
   double slowest_median(int reps, Body&& body);
 
-  const EngineFlags& f_;
+  const RunnerFlags& f_;
   Backend& b_;
   DataType t_;
   ReduceOp op_;
@@ -551,7 +551,7 @@ std::string choice_runs(const std::vector<detail::Choice>& cs) {
   return out;
 }
 
-void print_header(const Tool& tool, const EngineFlags& f, const std::string& transport, int straggler,
+void print_header(const Tool& tool, const RunnerFlags& f, const std::string& transport, int straggler,
                   const std::vector<Move>& moves, bool calibrated) {
   std::printf("# %s: nranks %d, transport: %s, straggler %d, delay %g ms%s, iters %d, warmup %d, check %d%s\n",
               tool.name, g_n, transport.c_str(), straggler, f.delay_ms,
@@ -592,7 +592,7 @@ void print_row(const Row& r, DataType t, ReduceOp op, bool calibrated, bool auto
   std::fflush(stdout);
 }
 
-void write_json(const std::string& file, const Tool& tool, const EngineFlags& f, const std::string& transport,
+void write_json(const std::string& file, const Tool& tool, const RunnerFlags& f, const std::string& transport,
                 int straggler, const std::vector<Move>& moves, DataType t, ReduceOp op,
                 const std::optional<CostModel>& cost, const std::vector<Row>& rows) {
   nlohmann::json j;
@@ -690,7 +690,7 @@ double HostBackend::time_reduce(std::size_t count, DataType t, ReduceOp op) {
   return MPI_Wtime() - t0;
 }
 
-std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, EngineFlags& f) {
+std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, RunnerFlags& f) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   CLI::App app{tool.description};
   add_bench_flags(app, f,
@@ -721,7 +721,7 @@ std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, EngineFl
   return std::nullopt;
 }
 
-int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
+int run(const Tool& tool, const RunnerFlags& f, Backend& backend) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_n);
   const DataType t = parse_dtype(f.dtype_name);
@@ -799,7 +799,7 @@ int run(const Tool& tool, const EngineFlags& f, Backend& backend) {
 
 int main_with(int argc, char** argv, const Tool& tool, const std::function<std::unique_ptr<Backend>()>& make_backend) {
   MPI_Init(&argc, &argv);
-  EngineFlags flags;
+  RunnerFlags flags;
   if (const auto code = parse_flags(argc, argv, tool, flags)) {
     MPI_Finalize();
     return *code;

@@ -1,7 +1,7 @@
-// The benchmark engine behind stragglar-bench (MPI, CPU: stragglar_bench.cpp),
+// The benchmark runner behind stragglar-bench (MPI, CPU: stragglar_bench.cpp),
 // stragglar-bench-gpu (NCCL: tools/bench_gpu/bench_gpu.cpp) and stragglar-ucx-bench (UCX, CPU:
-// tools/ucx_bench/stragglar_ucx_bench.cpp), the way nccl-tests has one `common` engine and a
-// small file per collective. The engine owns everything the tools share: the flags, the size
+// tools/ucx_bench/stragglar_ucx_bench.cpp), the way nccl-tests has one `common` runner and a
+// small file per collective. The runner owns everything the tools share: the flags, the size
 // loop, the `name:K` --algo entries and the K column, the exactly known inputs and expected
 // results of every dtype/op, the identical-bits check across ranks, the timing definitions
 // (common start, time, exposed, medians), the α-β-γ calibration and the model's prediction,
@@ -26,8 +26,8 @@
 
 namespace stragglar::bench {
 
-// The flags of every tool: the nccl-tests-shaped ones (bench_flags.hpp) and the engine's own.
-struct EngineFlags : BenchFlags {
+// The flags of every tool: the nccl-tests-shaped ones (bench_flags.hpp) and the runner's own.
+struct RunnerFlags : BenchFlags {
   bool calibrate = false;
   std::string csv_file;
   std::string move_straggler;  // "I:R[,I:R...]": from timed iteration I on, rank R is delayed
@@ -80,7 +80,7 @@ class Backend {
   virtual Times read_times() = 0;  // waits for mark_exit
   // What the most recent allreduce ran (auto: the policy's choice).
   virtual detail::Choice last_choice() = 0;
-  // --keep-buffers (EngineFlags::keep_buffers): whether the library keeps a copy of an in-place
+  // --keep-buffers (RunnerFlags::keep_buffers): whether the library keeps a copy of an in-place
   // buffer for the benchmark to see after an error. GPU backends: nothing is kept anyway (NCCL).
   virtual void keep_buffers(bool /*keep*/) {}
   // Calibration, one measurement each, in seconds on this rank: exchange `bytes` both ways at
@@ -133,12 +133,12 @@ struct Tool {
 
 // Parses argv on every rank (rank 0 prints --help and parse errors). Returns the exit status
 // when the process should end now (--help, a flag CLI11 rejects), nullopt to go on.
-std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, EngineFlags& flags);
+std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, RunnerFlags& flags);
 
 // The whole benchmark on MPI_COMM_WORLD. Returns the exit status: 0, or 1 when a row has
 // #wrong > 0 or an error. Throws stragglar::Error for flag values it rejects (on every rank:
 // every rank sees the same flags).
-int run(const Tool& tool, const EngineFlags& flags, Backend& backend);
+int run(const Tool& tool, const RunnerFlags& flags, Backend& backend);
 
 // The whole main() of a tool whose backend needs nothing but MPI to be made (stragglar-bench,
 // stragglar-ucx-bench): MPI_Init, parse_flags, make_backend and run (an exception: rank 0 prints
