@@ -59,8 +59,8 @@ TEST(StragglerPolicy, RejectsBadConfigNamingTheValue) {
   c.min_delay_s = -1;
   expect_config_error(c, "min_delay_s -1");
   c = config8();
-  c.refresh_windows = 0;
-  expect_config_error(c, "refresh_windows 0");
+  c.refresh_blocks = 0;
+  expect_config_error(c, "refresh_blocks 0");
   c = config8();
   c.candidates = {};
   expect_config_error(c, "candidate list is empty");
