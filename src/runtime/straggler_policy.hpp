@@ -37,11 +37,6 @@
 
 namespace stragglar::detail {
 
-// Late sets learned so far by every policy of this process. Learning a set is the one decision
-// that allocates (the set, its plans and simulations, built once; at most max_late_sets per
-// configuration): the hot-path test tells those calls apart with it.
-std::int64_t late_sets_learned_in_process() noexcept;
-
 class StragglerPolicy {
  public:
   // Throws Error(InvalidUsage) naming a bad config value or a null predictor.

@@ -1,17 +1,9 @@
 #include "runtime/auto/late_detector.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 
 #include "runtime/auto/stats.hpp"
-
-namespace stragglar::detail {
-namespace {
-std::atomic<std::int64_t> g_late_sets_learned{0};
-}  // namespace
-std::int64_t late_sets_learned_in_process() noexcept { return g_late_sets_learned.load(std::memory_order_relaxed); }
-}  // namespace stragglar::detail
 
 namespace stragglar::detail::auto_policy {
 
@@ -35,7 +27,9 @@ LateDetector::LateDetector(const PolicyConfig& c)
   recent_set_ranks_.resize(P * half);
   recent_set_size_.assign(P, 0);
   recent_set_gap_.assign(P, 0.0);
-  late_sets_.reserve(static_cast<std::size_t>(c.max_late_sets));
+  // Learned sets in place too: learning one allocates nothing (its plans are the core's).
+  learned_ranks_.resize(static_cast<std::size_t>(c.max_late_sets) * half);
+  learned_size_.reserve(static_cast<std::size_t>(c.max_late_sets));
   set_order_.reserve(N);
   window_set_slot_.reserve(P);
   // The caller's hint (else the API's default, rank n-1) until a late rank is measured.
@@ -48,7 +42,10 @@ bool LateDetector::significant_gap(double gap_s, double exposed_s) const {
 }
 
 std::span<const int> LateDetector::set(int index) const noexcept {
-  return index < 0 ? std::span<const int>{} : std::span<const int>(late_sets_[static_cast<std::size_t>(index)]);
+  if (index < 0) return {};
+  const std::size_t stride = learned_ranks_.size() / static_cast<std::size_t>(max_late_sets_);
+  return {learned_ranks_.data() + static_cast<std::size_t>(index) * stride,
+          static_cast<std::size_t>(learned_size_[static_cast<std::size_t>(index)])};
 }
 
 std::span<const int> LateDetector::slot_set(std::size_t slot) const {
@@ -187,13 +184,15 @@ void LateDetector::vote_rank() {
   persistence_ = recent ? static_cast<double>(values_.size()) / static_cast<double>(recent) : 0.0;
 }
 
-int LateDetector::learn(std::span<const int> set) {
-  for (std::size_t i = 0; i < late_sets_.size(); ++i)
-    if (std::equal(set.begin(), set.end(), late_sets_[i].begin(), late_sets_[i].end())) return static_cast<int>(i);
-  if (late_sets_.size() >= static_cast<std::size_t>(max_late_sets_)) return -1;  // beyond the bound: not chased
-  late_sets_.emplace_back(set.begin(), set.end());  // learning a set allocates, once per set
-  g_late_sets_learned.fetch_add(1, std::memory_order_relaxed);
-  return static_cast<int>(late_sets_.size()) - 1;
+int LateDetector::learn(std::span<const int> s) {
+  const int learned = static_cast<int>(learned_size_.size());
+  for (int i = 0; i < learned; ++i)
+    if (std::ranges::equal(s, set(i))) return i;
+  if (learned >= max_late_sets_) return -1;  // beyond the bound: not chased
+  const std::size_t stride = learned_ranks_.size() / static_cast<std::size_t>(max_late_sets_);
+  std::ranges::copy(s, learned_ranks_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(learned) * stride));
+  learned_size_.push_back(static_cast<int>(s.size()));
+  return learned;
 }
 
 int LateDetector::set_votes(int index) const {

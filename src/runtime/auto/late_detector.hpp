@@ -8,7 +8,8 @@
 // and the late set: the j ranks (2 <= j <= n/2) before the largest significant gap in arrival.
 // Each call votes into the last P calls (the block); a rank late in most of them, and in two at
 // least, is the late rank; the same for a set of 2+ ranks, which is then learned (kept in a table
-// that never changes a set once added, so a Choice points into it without copying).
+// that never changes a set once added, so a Choice points into it without copying; the table is
+// allocated in full at construction, so learning allocates nothing).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -16,10 +17,6 @@
 #include <vector>
 
 #include "runtime/auto/policy_config.hpp"
-
-namespace stragglar::detail {
-std::int64_t late_sets_learned_in_process() noexcept;
-}
 
 namespace stragglar::detail::auto_policy {
 
@@ -96,7 +93,8 @@ class LateDetector {
   std::vector<int> recent_set_ranks_, recent_set_size_;
   std::vector<double> recent_set_gap_;
   int recent_set_head_ = 0, recent_set_count_ = 0;
-  std::vector<std::vector<int>> late_sets_;  // learned sets, never changed once added
+  // Learned sets, never changed once added: max_late_sets slots of n/2 ranks, and their sizes.
+  std::vector<int> learned_ranks_, learned_size_;
   int target_set_ = -1, late_set_ = -1, late_set_count_ = 0;
   double delay_set_ = 0, set_persistence_ = 0;
   std::vector<double> scores_;
