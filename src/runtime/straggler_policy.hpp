@@ -110,7 +110,7 @@ class StragglerPolicy {
   auto_policy::LateDetector detector_;
   auto_policy::Estimator estimator_;
   auto_policy::Selection selection_;
-  auto_policy::ProbePlan probes_;
+  auto_policy::Probes probes_;
   std::int64_t decisions_ = 0;
   Choice next_, incumbent_choice_;
   std::string evidence_;

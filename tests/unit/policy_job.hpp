@@ -35,11 +35,11 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // waits for the straggler (rest); ring, rhd and native wait for everyone.
 struct Costs {
   double rs = 0.090, rest = 0.100, ring = 0.178, rhd = 0.151, native = 0.189;
-  // stragglar-k / hierarchical told a late set (issue #23): ReduceScatter among the punctual
+  // stragglar-k / hierarchical told a late set: ReduceScatter among the punctual
   // ranks, then what waits for the set (each late rank sends and receives ~s: longer than rest).
   double rest_k = 0.115, rest_h = 0.140;
   // StragglAR when another rank is the late one: × this beyond what the model says (1: as
-  // modelled; the 2-core VM: ~1.5, docs/auto.md "Estimates", two regimes).
+  // modelled; a loaded host: ~1.5, docs/auto.md "Estimates", two regimes).
   double told_wrong = 1.0;
 };
 
@@ -59,7 +59,7 @@ struct Noise {
   double arrival_jitter_s = 0.5e-3;  // every rank's arrival varies this much
   double exit_jitter_s = 0.2e-3;     // and its exit
   // native's ranks leave this far apart at most (uniformly): an MPI library's AllReduce on an
-  // oversubscribed host (2-core VM, 8 ranks, 16 MiB: ~8 ms in a ~27 ms call).
+  // oversubscribed host (docs/auto.md "Measuring a call on one clock").
   double native_exit_spread_s = 0;
 };
 
@@ -131,7 +131,7 @@ inline Predictor model_predictor(const Costs& k, double scale = 1.0) {
   };
 }
 // The same with a model for stragglar-k and hierarchical (the core's simulator has one): the
-// tests of several late ranks (issue #23). Without it they are never candidates.
+// tests of several late ranks. Without it they are never candidates.
 inline Predictor model_predictor_k(const Costs& k, double scale = 1.0) {
   const Predictor one = model_predictor(k, scale);
   return [k, scale, one](const Choice& c, double d) {
@@ -305,7 +305,7 @@ BenchRun run_bench(double delay_s, LateAt late_at, std::uint64_t seed, const Cos
   return out;
 }
 
-// ---- arrival patterns (issue 20; bench/patterns/ replays the same kinds on real backends) ----
+// ---- arrival patterns (bench/patterns/ replays the same kinds on real backends) ------------
 
 // One pattern kind: per timed call, every rank's delay (seconds).
 using Pattern = std::vector<std::vector<double>>;
@@ -390,8 +390,8 @@ inline World late_together(const std::vector<int>& late, double d, int n = 8) {
 inline std::vector<int> to_vector(std::span<const int> s) { return {s.begin(), s.end()}; }
 
 // A host whose load drifts from call to call (log-scale AR(1): neighbouring calls share most of
-// it), as on the 2-core VM, where two 24-call runs of one fixed algorithm measured up to 1.4×
-// apart (ring 681 and 966 ms in one `random-rank` sweep). Every cost of a call is scaled by it.
+// it), as on a loaded shared host, where two 24-call runs of one fixed algorithm can measure up to
+// 1.4× apart (docs/auto.md, the drifting-load study). Every cost of a call is scaled by it.
 struct Drift {
   double rho = 0.9, sigma = 0.10;
   double log_load = 0;

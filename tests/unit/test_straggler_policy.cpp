@@ -1,5 +1,5 @@
-// The straggler policy behind algorithm = auto (issue #12; src/runtime/straggler_policy.*,
-// docs/auto.md), job-level outcomes: the simulated jobs of policy_job.hpp against the best fixed
+// The straggler policy behind algorithm = auto (src/runtime/straggler_policy.*, docs/auto.md),
+// job-level outcomes: the simulated jobs of policy_job.hpp against the best fixed
 // entry and the behaviours auto promises. Nothing is timed.
 #include <gtest/gtest.h>
 
@@ -536,24 +536,17 @@ TEST(StragglerPolicy, DecisionTraceOnlyWhenAskedNamingEveryCandidate) {
   EXPECT_TRUE(quiet.rank0().last_decision_trace().empty());
 }
 
-// ---- arrival patterns (issue 20; bench/patterns/ replays the same kinds on real backends) ----
+// ---- arrival patterns (bench/patterns/ replays the same kinds on real backends) ------------
 
 TEST(StragglerPolicy, EveryArrivalPatternStaysNearTheBestFixedEntry) {
-  // Totals over 24 calls as the issue measures them (one call per line after the first call and
-  // 2 warm-ups); every rank decides the same (Job checks it call by call). 300 ms and 60 ms
-  // delays: far beyond and about the ReduceScatter's length. Over 4 seeds per kind: the mean
-  // ratio to the best fixed entry within 5% (the issue's target) and every seed within 10%,
-  // except a random rank per call (the known miss, docs/auto.md "What it cannot do"): a chance
-  // majority of one rank in the last P calls, or warm-ups repeating one line, makes auto try
-  // StragglAR told that rank for a few calls. (Its per-seed bound is 1.13: since a
-  // never-measured candidate's band is the model's error alone, not widened by 2σ, seed 2 at
-  // 300 ms leaves StragglAR told a rank no longer late later, 1.127 against 1.106 before (seeds 1, 4
-  // also worse by 1-3 %, seed 3 better by 2 %),
-  // mean of the 4 seeds 1.077 against 1.067; the same change removed 2 of 48 calls' exploration
-  // of RHD and Ring beside a 100 ms straggler on the 2-core VM, docs/auto.md "The first calls".)
-  // Deciding every P calls (W = P: lag engines, or a cost model that says an exchange is not
-  // cheap beside a call) reacts later: 1.03–1.09× on average per kind there (random rank 1.13×),
-  // the issue's 5% is met only when deciding after every call (docs/auto.md "The exchange").
+  // Totals over 24 calls (one call per line after the first call and 2 warm-ups, as
+  // bench/patterns/run.sh runs them); every rank decides the same (Job checks it call by call).
+  // 300 ms and 60 ms delays: far beyond and about the ReduceScatter's length. Over 4 seeds per
+  // kind: the mean ratio to the best fixed entry within 5% and every seed within 10%, except a
+  // random rank per call (the known miss, docs/auto.md "What it cannot do": a chance majority of
+  // one rank makes auto try StragglAR told it for a few calls; per-seed bound 1.13, docs/auto.md
+  // "The first calls"). Deciding every P calls reacts later: the bounds are wider there
+  // (docs/auto.md "The exchange").
   for (int every : {1, 0})  // decide after every call (the host engines), every P calls (lag engines)
     for (double d : {0.300, 0.060})
       for (const char* kind : kPatternKinds) {
@@ -574,12 +567,10 @@ TEST(StragglerPolicy, EveryArrivalPatternStaysNearTheBestFixedEntry) {
 TEST(StragglerPolicy, AStragglerLateInSomeCallsOnlyIsJudgedOnBothRegimes) {
   // A host where the model favours StragglAR told one of two alternating stragglers (its
   // mixture 0.135 s against RHD's 0.200), but StragglAR runs 2-2.5x slower than the model says
-  // whenever the other rank is late (the 2-core VM: ~1.6x): in truth RHD is the best fixed
-  // entry. One lower quartile over both regimes took the fast one's factor for the whole
-  // (means over 8 seeds 1.33x and 1.59x the best fixed entry for alternating stragglers, 1.22x
-  // and 1.24x for a random rank per call); each regime at its own level: 1.23, 1.23, 1.18, 1.20.
-  // A guard against that bias, not the issue's 5 %: the estimate near RHD's flips with the
-  // persistence of an odd window (docs/auto.md "Estimates").
+  // whenever the other rank is late: in truth RHD is the best fixed entry. Each regime is judged
+  // at its own level, not by one lower quartile over both (docs/auto.md "Estimates", where the
+  // figures are). A guard against that bias, not the 5 % target: the estimate near RHD's flips
+  // with the persistence of an odd window.
   Costs vm;
   vm.rs = 0.150, vm.rest = 0.060, vm.rhd = 0.200, vm.ring = 0.220, vm.native = 0.250;
   for (double told_wrong : {2.0, 2.5})
@@ -596,13 +587,10 @@ TEST(StragglerPolicy, AStragglerLateInSomeCallsOnlyIsJudgedOnBothRegimes) {
 
 TEST(StragglerPolicy, GpuEnginesStartWithNativeAndLeaveItOnlyForAMeasuredGain) {
   // The NCCL engine's form: times read 2 calls late, the exchange decided 2 calls after it
-  // begins, one decision per P calls, and start_with_native (ncclAllReduce first). 24 calls as
-  // the issue measures them.
-  // (a) The first GPU run's costs (H100, 8 ranks sharing it over loopback sockets, rank 7 800 ms
-  // late: ncclAllReduce 91 ms exposed, StragglAR 197, RHD 195, Ring 217; docs/gpu.md): starting
-  // from the model's best, auto ran RHD for 7 calls and settled on native after 17 (2.06× native
-  // over 24 calls there; 1.81× in this simulation). Now native from the first call, StragglAR
-  // and the rest probed a few times: ≤ 1.20× per seed.
+  // begins, one decision per P calls, and start_with_native (ncclAllReduce first). 24 calls.
+  // (a) Costs shaped like a first GPU run's (docs/gpu.md: native far ahead of every schedule
+  // beside an 800 ms straggler): native from the first call, the schedules probed a few times,
+  // ≤ 1.20× per seed.
   Costs sockets;
   sockets.rs = 0.150, sockets.rest = 0.197, sockets.ring = 0.217, sockets.rhd = 0.195, sockets.native = 0.091;
   double sum = 0;
@@ -663,7 +651,7 @@ TEST(StragglerPolicy, OneSlowRunDoesNotRuleOutACandidateTheModelRanksLevelWithTh
   // fastest (0.130 against RHD's 0.151), but Ring's one run is slow (1.4×: a loaded host's
   // draw, or its first messages of those sizes) — slower than RHD by more than the noise. It
   // gets a second run before it is ruled out, and auto ends on Ring (docs/auto.md "Exploration",
-  // "One run is not a verdict"). Traced on the 2-core VM: `none`, Ring 31.4 ms in its one run.
+  // "One run is not a verdict", where the traced run is).
   Costs k;
   k.ring = 0.130;
   const Predictor level = [k](const Choice& c, double d) {
@@ -703,7 +691,7 @@ TEST(StragglerPolicy, AStragglerThatDoesNotPersistIsNotFollowed) {
     }
 }
 
-// ---- several late ranks (issue #23 item 4) --------------------------------------------------
+// ---- several late ranks ---------------------------------------------------------------------
 
 TEST(StragglerPolicy, RanksLateTogetherEveryCallConvergeOnStragglarKWithThatSet) {
   // Ranks 6 and 7 late together by 300 ms in every call: the set {6,7} is learned (identical on
@@ -817,21 +805,16 @@ namespace stragglar::detail {
 namespace {
 using namespace policy_job;
 
-// ---- a load that drifts (issue 20: `none` and `imbalance` on the 2-core VM) ------------------
+// ---- a load that drifts ------------------------------------------------------------------------
 
 TEST(StragglerPolicy, ADriftingLoadWithNobodyLateStaysNearTheBestFixedEntry) {
   // Nobody late; Ring 10 % faster than RHD, native in between; the model says Ring and RHD are
   // equal (the α-β model: the same bytes) and has nothing for native. Heavy per-call noise on a
   // drifting load, 24 timed calls after the first call and 2 warm-ups (bench/patterns/run.sh).
-  // The best fixed entry is the lowest of three noisy totals, each with a drift of its own: Ring
-  // run once more is 1.024× that best on average over these 40 seeds (1.029 over 300: the floor
-  // of any policy here, selection alone). auto: 1.068 (1.066 over 300 seeds), ending on Ring in 26
-  // of 40 (204 of 300). Two changes tried against it and not kept (docs/auto.md "Tried and not
-  // kept"), over 300 seeds: comparing a challenger with the incumbent's neighbouring calls instead
-  // of its lower quartile (1.070), measuring once more a candidate whose single probe is slower by
-  // less than the noise (1.063), both (1.067), against 1.066 — with three candidates within 11 %
-  // and noise of 8–10 %, 24 calls cannot tell them apart, and every extra probe costs what the
-  // better choice would win.
+  // The best fixed entry is the lowest of three noisy totals, each with a drift of its own, so
+  // even Ring run once more is above it (the floor of any policy here, checked below). With three
+  // candidates within 11 % and noise of 8–10 %, 24 calls cannot tell them apart (docs/auto.md,
+  // the drifting-load study, has the figures and the changes tried against it).
   Costs k;
   k.ring = 0.100;
   k.rhd = 0.111;
@@ -882,12 +865,10 @@ TEST(StragglerPolicy, ADriftingLoadWithNobodyLateStaysNearTheBestFixedEntry) {
 }
 
 TEST(StragglerPolicy, NativeMeasuredLevelWithTheBestScheduleIsChosen) {
-  // The 2-core VM after a late arrival (stop 37): MPI_Allreduce 5-12 % faster than RHD, calls
-  // varying by ~10 %, nobody persistently late. RHD measured first stayed chosen (its margin over
-  // one or two native runs was inside the noise); now native measured once within the noise gets a
-  // second run, and measured native replaces a schedule without the noise term of the margin
-  // (docs/auto.md "Choice and hysteresis", rule 2). Here native is 7 % faster than RHD, σ 6 %:
-  // before the change native ran 122 of 192 calls (imbalance, none); now 148.
+  // Native a little faster than RHD, calls varying by ~10 %, nobody persistently late: native
+  // measured once within the noise gets a second run, and measured native replaces a schedule
+  // without the noise term of the margin (docs/auto.md "Choice and hysteresis", rule 2). Here
+  // native is 7 % faster than RHD, σ 6 %.
   Costs vm;
   vm.native = 0.151 * 0.93;
   Noise z;

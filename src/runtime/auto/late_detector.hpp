@@ -1,4 +1,4 @@
-// auto's second stage: who is late (docs/auto.md "Finding the late rank", "Several late ranks").
+// auto's second stage: who is late (docs/auto.md "Per decision: late rank, delay, scores", "Several late ranks").
 // Per call of a window, from every rank's in-call time T_r (all ranks leave a call at about the
 // same time, so T_r is the common exit − rank r's arrival):
 //   exposed ≈ min_r T_r        (the last to arrive waited for nobody)

@@ -47,7 +47,7 @@ struct PolicyConfig {
   // beside its in-call time, so a call's exposed time is exact — the latest exit − the latest entry
   // — and arrivals are ordered by entry. Without it both come from in-call times alone, assuming
   // every rank leaves the call together: the shortest in-call time is then the exposed time, low
-  // where ranks leave apart (docs/auto.md "Measuring a call").
+  // where ranks leave apart (docs/auto.md "Measuring a call on one clock").
   bool shared_clock = false;
   // Start with the engine's native (a candidate) instead of the model's best, and keep it until a
   // schedule is measured faster: the GPU engines' choice, where the native collective beats every

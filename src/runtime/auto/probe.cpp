@@ -11,13 +11,13 @@ namespace {
 constexpr double kQuietDelayFraction = 0.15;
 }  // namespace
 
-ProbePlan::ProbePlan(const PolicyConfig& c, int candidates) : config_(c) {
+Probes::Probes(const PolicyConfig& c, int candidates) : config_(c) {
   const auto K = static_cast<std::size_t>(candidates), P = static_cast<std::size_t>(c.period);
   plan_.reserve(K + P + 1);
   needs_.reserve(K);
 }
 
-void ProbePlan::probe_unmodelled(const Estimator& est, const Targets& t, int incumbent) {
+void Probes::probe_unmodelled(const Estimator& est, const Targets& t, int incumbent) {
   for (int k = 0; k < est.size(); ++k) {
     if (est.candidate(k).uses_straggler) continue;
     const double own = est.model(est.choice_of(k, t), 0.0);
@@ -33,7 +33,7 @@ void ProbePlan::probe_unmodelled(const Estimator& est, const Targets& t, int inc
 // estimate could be the best within the model's error but lacks fresh measurements. At most
 // min_samples probe calls per candidate every refresh_blocks blocks, so delays that keep changing
 // do not turn into endless probing. Far candidates (beyond the band) are not measured at all.
-int ProbePlan::calls_needed(int k, int incumbent, std::int64_t block, Estimator& est, const Bands& b) const {
+int Probes::calls_needed(int k, int incumbent, std::int64_t block, Estimator& est, const Bands& b) const {
   const Estimate& e = est.estimate(k);
   Candidate& c = est.candidate(k);
   if (block - c.burst_start >= config_.refresh_blocks) c.burst_start = block, c.burst_calls = 0;
@@ -70,7 +70,7 @@ int ProbePlan::calls_needed(int k, int incumbent, std::int64_t block, Estimator&
   return looks_faster ? 1 : 0;
 }
 
-void ProbePlan::plan(int best, int incumbent, std::int64_t block, std::int64_t next_block, Estimator& est,
+void Probes::plan(int best, int incumbent, std::int64_t block, std::int64_t next_block, Estimator& est,
                      const Targets& t, double delay_s) {
   plan_.clear();
   pos_ = 0;
@@ -100,7 +100,7 @@ void ProbePlan::plan(int best, int incumbent, std::int64_t block, std::int64_t n
 
 // Unknown candidates first, then by estimate; the first block surveys what could be the best (up
 // to P calls), later at most P/2 calls per block, so that a benchmark's median never sees probes.
-void ProbePlan::fill(std::int64_t block) {
+void Probes::fill(std::int64_t block) {
   std::sort(needs_.begin(), needs_.end(), [](const Need& a, const Need& b) {
     if (a.unknown != b.unknown) return a.unknown;
     if (!a.unknown && a.value != b.value) return a.value < b.value;
@@ -120,7 +120,7 @@ void ProbePlan::fill(std::int64_t block) {
 
 // Periodic refresh: one call of the near candidate measured longest ago, so that drift (a
 // challenger getting faster) is noticed.
-void ProbePlan::refresh(int incumbent, std::int64_t block, const Estimator& est, double band) {
+void Probes::refresh(int incumbent, std::int64_t block, const Estimator& est, double band) {
   if (block - last_refresh_block_ < config_.refresh_blocks) return;
   last_refresh_block_ = block;
   int pick = -1;

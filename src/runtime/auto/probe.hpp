@@ -12,9 +12,9 @@
 
 namespace stragglar::detail::auto_policy {
 
-class ProbePlan {
+class Probes {
  public:
-  ProbePlan(const PolicyConfig& config, int candidates);
+  Probes(const PolicyConfig& config, int candidates);
 
   bool pending() const noexcept { return pos_ < plan_.size(); }
   int peek() const { return plan_[pos_]; }
