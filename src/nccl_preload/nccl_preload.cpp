@@ -40,7 +40,7 @@ namespace {
 // and a late rank costs little there. Not measured on a GPU yet (docs/preload.md).
 constexpr std::size_t kDefaultMinBytes = std::size_t{1} << 20;
 
-// The process's own NCCL functions (process_nccl.hpp), each looked up on its first use.
+// The process's own NCCL functions (process_nccl.hpp), looked up at the first call that needs one.
 struct Real {
   decltype(&ncclAllReduce) all_reduce;
   decltype(&ncclGroupStart) group_start;

@@ -439,6 +439,16 @@ void special(Ctx& c) {
         fail(std::string("special: auto ") + to_string(t) + " " + to_string(op) + " ran no schedule in " +
              std::to_string(kAutoCalls) + " calls with every schedule rated free: its NaN/-0 rule went unchecked");
     }
+  // 17 auto configurations or more (the 16 above, one more): the engine's timer pool holds 16
+  // sets, so the least recently used timer parks; called again, it takes a set back and its
+  // parked times and exchange are read (NcclCallTimer::park). Every call still checked.
+  auto auto_special = [&](DataType t, ReduceOp op, std::size_t count) {
+    Case k{Algorithm::automatic, t, op, count, false, static_cast<int>(op) % g_n, Inputs::special};
+    k.cost = schedules_look_free();
+    run_case(c, k);
+  };
+  for (int i = 0; i < 3; ++i) auto_special(DataType::float32, ReduceOp::max, special_count() + 6);
+  for (int i = 0; i < 8; ++i) auto_special(kFloatTypes.front(), ReduceOp::sum, special_count());
   long dev = g_native_rule_deviations - deviations_before, dev_all = 0;
   MPI_Allreduce(&dev, &dev_all, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
   if (g_rank == 0)
