@@ -154,6 +154,9 @@ elif [ -f "$DIR/torch/lib/libstragglar_nccl.a" ]; then
   torch_pid=$!
 fi
 
+if ! want kernels && [ $rc -ne 0 ]; then
+  row "GPU probe (test_cuda_device, one test)" FAIL $((SECONDS - t0)) "rc=$rc (see ${log#$OUT/})" "$log"
+fi
 if want kernels; then
   passed=$(grep -E '^\[  PASSED  \] [0-9]+ tests?' "$log" | tail -1)
   skipped=$(grep -E '^\[  SKIPPED \] [0-9]+ tests?' "$log" | tail -1)
@@ -192,7 +195,8 @@ for n in 2 4 8; do
   fi
 done
 
-# timeout: the agreement's timeout (rank 0 never calls), its own process
+# timeout: a rank late by 2.5 timeouts in a later auto call, then the agreement's timeout (rank
+# 0 never calls), its own process
 if want timeout; then
   log="$LOGS/test_nccl_timeout_n2.log"
   t0=$SECONDS
