@@ -51,7 +51,10 @@ void NcclCallTimer::reserve_exchange(std::size_t values) {
 }
 
 void NcclCallTimer::park() {
-  if (res_ == nullptr) return;
+  if (res_ == nullptr) {
+    pool_.give_back(this, nullptr);  // not a holder (the pool's loop must always progress)
+    return;
+  }
   const double timeout_s = transport_.timeout();
   for (int c = std::max(taken_, parked_upto_); c < timed_; ++c) {
     const int i = c % kTimers;
