@@ -6,7 +6,7 @@
 #
 # DIR gets (nothing else; at most 60 MiB, checked):
 #   bin/     test_cuda_device, test_nccl_allreduce, bench_reduce_kernels, stragglar-bench-gpu,
-#            nccl_preload_check + libstragglar_nccl_preload.so (issue #21):
+#            nccl_preload_check, preload_keeps_program_nccl + libstragglar_nccl_preload.so:
 #            sm_90 (H100/H200), static cudart; libnccl.so.2 and Open MPI's libmpi.so.40 come
 #            from the device's system paths
 #   torch/   when this machine's python3 imports torch and UCX is found: the prebuilt static
@@ -35,7 +35,7 @@ if python3 -c "import torch" >/dev/null 2>&1 && pkg-config --exists ucx 2>/dev/n
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRAGGLAR_CUDA=ON -DSTRAGGLAR_TORCH=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS" -DSTRAGGLAR_TESTS=ON -DSTRAGGLAR_BENCH=ON -DSTRAGGLAR_WERROR=ON >/dev/null
 targets=(test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar_bench_gpu
-         stragglar_nccl_preload nccl_preload_check)  # the NCCL preload (issue #21)
+         stragglar_nccl_preload nccl_preload_check preload_keeps_program_nccl)  # the NCCL preload
 [ $with_torch = 1 ] && targets+=(stragglar_core stragglar_runtime stragglar_ucx stragglar_nccl)
 cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}"
 
@@ -45,7 +45,7 @@ for b in test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar-ben
   cp "$BUILD/$b" "$DIR/bin/"
   strip --strip-debug "$DIR/bin/$b"
 done
-for b in nccl_preload_check libstragglar_nccl_preload.so; do
+for b in nccl_preload_check preload_keeps_program_nccl libstragglar_nccl_preload.so; do
   cp "$BUILD/$b" "$DIR/bin/"
   strip --strip-debug "$DIR/bin/$b"
 done

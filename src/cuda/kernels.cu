@@ -2,7 +2,9 @@
 //
 // The reduce is memory bound (read dst and src, write dst), so what matters is wide, coalesced
 // memory traffic: 16-byte loads (uint4) with four independent loads in flight per thread and a
-// grid-stride loop over a grid capped at a few blocks per SM. Half and bfloat16 are combined in
+// grid-stride loop over a grid capped at a few blocks per SM. At every alignment: a scalar head
+// up to dst's 16-byte boundary, then vectors — src, if aligned differently, assembled from the
+// two aligned vectors each one straddles (funnel shifts). Half and bfloat16 are combined in
 // float and rounded once (runtime/numeric_rule.hpp: the CPU device's rule, one source).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -61,28 +63,49 @@ __device__ __forceinline__ void combine_vec(uint4& a, const uint4& b) {
   for (int k = 0; k < V; ++k) pa[k] = combine<T, Op>(pa[k], pb[k]);
 }
 
-// dst/src: the whole range. [0, head) scalar, [head, head + nvec·V) as uint4 (16-byte aligned
-// in both), [head + nvec·V, head + nvec·V + tail) scalar. Misaligned pairs: head = count.
-template <typename T, typename Op>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-reduce_kernel(T* __restrict__ dst, const T* __restrict__ src, std::size_t head,
-              std::size_t nvec, std::size_t tail) {
-  constexpr int V = 16 / sizeof(T);
+// Words w..w+3 of x[0..7], each shifted right by `bits` with the next word's low bits coming in:
+// __funnelshift_r(a, b, n) is the low 32 bits of (b:a) >> n, and n = 0 gives a.
+template <int W>
+__device__ __forceinline__ uint4 words_from(const unsigned (&x)[8], unsigned bits) {
+  return make_uint4(__funnelshift_r(x[W], x[W + 1], bits), __funnelshift_r(x[W + 1], x[W + 2], bits),
+                    __funnelshift_r(x[W + 2], x[W + 3], bits), __funnelshift_r(x[W + 3], x[W + 4], bits));
+}
+
+// The 16 bytes at byte `shift` (1..15) of the 32 in lo:hi (little-endian): a source vector
+// that is not 16-byte aligned, from the two aligned vectors it straddles. `words` = shift / 4
+// is uniform across the grid, so the switch does not diverge; `bits` = 8 · (shift % 4).
+__device__ __forceinline__ uint4 straddled(const uint4& lo, const uint4& hi, unsigned words, unsigned bits) {
+  const unsigned x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  switch (words) {
+    case 0: return words_from<0>(x, bits);
+    case 1: return words_from<1>(x, bits);
+    case 2: return words_from<2>(x, bits);
+    default: return words_from<3>(x, bits);
+  }
+}
+
+// The vector part: nvec 16-byte vectors of dst (aligned) combined with the source vectors
+// starting at byte `shift` of s (aligned). shift = 0: src is aligned like dst, one load each;
+// otherwise each source vector comes from the two aligned ones it straddles — both hold bytes
+// of the range, so nothing outside it is read, and the second is the next thread's first (an
+// L1 hit): DRAM traffic stays one read of src.
+template <typename T, typename Op, bool kShifted>
+__device__ __forceinline__ void vector_part(uint4* __restrict__ d, const uint4* __restrict__ s, std::size_t nvec,
+                                            unsigned shift) {
   constexpr int U = 4;  // independent 16-byte loads in flight per thread
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-
-  for (std::size_t j = tid; j < head; j += stride) dst[j] = combine<T, Op>(dst[j], src[j]);
-
-  uint4* d = reinterpret_cast<uint4*>(dst + head);
-  const uint4* s = reinterpret_cast<const uint4*>(src + head);
-  std::size_t i = tid;
+  std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const unsigned words = shift / 4, bits = 8 * (shift % 4);
+  auto source = [&](std::size_t v) {
+    if constexpr (kShifted) return straddled(__ldg(&s[v]), __ldg(&s[v + 1]), words, bits);
+    else return __ldg(&s[v]);
+  };
   for (; i + (U - 1) * stride < nvec; i += U * stride) {
     uint4 a[U], b[U];
 #pragma unroll
     for (int k = 0; k < U; ++k) {
       a[k] = d[i + k * stride];
-      b[k] = __ldg(&s[i + k * stride]);
+      b[k] = source(i + k * stride);
     }
 #pragma unroll
     for (int k = 0; k < U; ++k) {
@@ -92,9 +115,31 @@ reduce_kernel(T* __restrict__ dst, const T* __restrict__ src, std::size_t head,
   }
   for (; i < nvec; i += stride) {
     uint4 a = d[i];
-    combine_vec<T, Op>(a, __ldg(&s[i]));
+    combine_vec<T, Op>(a, source(i));
     d[i] = a;
   }
+}
+
+// dst/src: the whole range. [0, head) scalar: dst + head is 16-byte aligned;
+// [head, head + nvec·V) as 16-byte vectors of dst, src read from the aligned vectors at
+// src + head − shift (shift: src + head's offset in its 16 bytes; kShifted = shift != 0, a
+// kernel of its own so that the aligned one keeps its registers); [head + nvec·V, … + tail)
+// scalar. Pointers not aligned to their element: head = count. Every element gets the same
+// combine<T, Op> whatever the path: the result does not depend on alignment.
+template <typename T, typename Op, bool kShifted>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+reduce_kernel(T* __restrict__ dst, const T* __restrict__ src, std::size_t head,
+              std::size_t nvec, std::size_t tail, unsigned shift) {
+  constexpr int V = 16 / sizeof(T);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+
+  for (std::size_t j = tid; j < head; j += stride) dst[j] = combine<T, Op>(dst[j], src[j]);
+
+  if (nvec > 0)
+    vector_part<T, Op, kShifted>(reinterpret_cast<uint4*>(dst + head),
+                                 reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(src + head) - shift),
+                                 nvec, shift);
 
   const std::size_t t0 = head + nvec * V;
   for (std::size_t j = tid; j < tail; j += stride)
@@ -149,14 +194,20 @@ void reduce_typed(void* dst_v, const void* src_v, std::size_t count, cudaStream_
   const auto da = reinterpret_cast<std::uintptr_t>(dst) % 16;
   const auto sa = reinterpret_cast<std::uintptr_t>(src) % 16;
   std::size_t head = count, nvec = 0, tail = 0;
-  if (da == sa && da % sizeof(T) == 0) {  // same misalignment: peel a scalar head
+  unsigned shift = 0;
+  if (da % sizeof(T) == 0 && sa % sizeof(T) == 0) {  // peel a scalar head up to dst's 16-byte boundary
     head = std::min<std::size_t>(count, ((16 - da) % 16) / sizeof(T));
     nvec = (count - head) / V;
     tail = count - head - nvec * V;
+    shift = static_cast<unsigned>((sa + head * sizeof(T)) % 16);
   }
   const std::size_t items = nvec > 0 ? (nvec + 3) / 4 : head + tail;
-  launch("reduce_kernel", reduce_kernel<T, Op>, grid_for(items, max_blocks), kThreadsPerBlock, stream, dst, src,
-         head, nvec, tail);
+  if (shift == 0)
+    launch("reduce_kernel", reduce_kernel<T, Op, false>, grid_for(items, max_blocks), kThreadsPerBlock, stream, dst,
+           src, head, nvec, tail, shift);
+  else
+    launch("reduce_kernel", reduce_kernel<T, Op, true>, grid_for(items, max_blocks), kThreadsPerBlock, stream, dst,
+           src, head, nvec, tail, shift);
 }
 
 template <typename T>

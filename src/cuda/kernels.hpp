@@ -9,9 +9,10 @@
 
 namespace stragglar::cuda {
 
-// dst[i] = dst[i] op src[i] for i < count (avg reduces as sum). 16-byte vector loads on the
-// part where dst and src share their alignment modulo 16, a scalar head/tail around it, and a
-// scalar grid-stride loop when they do not. `max_blocks` caps the grid (SMs × blocks per SM).
+// dst[i] = dst[i] op src[i] for i < count (avg reduces as sum). A scalar head up to dst's 16-byte
+// boundary, 16-byte vectors (src read as aligned vectors and shifted when its alignment differs
+// from dst's), a scalar tail; scalar throughout only for pointers not aligned to their element.
+// Bit-identical at every alignment. `max_blocks` caps the grid (SMs × blocks per SM).
 void launch_reduce(void* dst, const void* src, std::size_t count, DataType t, ReduceOp op,
                    cudaStream_t stream, int max_blocks);
 

@@ -62,7 +62,10 @@ detail::NcclSession& session_for(ncclComm_t comm) {
     (void)it->second.release();
     m.erase(it);
   }
-  return *m.emplace(comm, std::make_unique<detail::NcclSession>(comm, detail::env().timeout_s)).first->second;
+  auto session = std::make_unique<detail::NcclSession>(comm, detail::env().timeout_s);
+  // auto's per-call waits wait as long as ncclAllReduce would (docs/gpu.md "Timeouts").
+  session->engine().set_call_waits_bounded(false);
+  return *m.emplace(comm, std::move(session)).first->second;
 }
 
 }  // namespace

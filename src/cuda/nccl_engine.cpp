@@ -42,7 +42,10 @@ NcclEngine::~NcclEngine() {
   if (own_stream_ != nullptr) (void)cudaStreamDestroy(own_stream_);
   // A timed-out agreement may still write these, or a timer's unfinished work says the stream
   // has not finished (cudaFree would wait for it without bound): keep them.
-  if (pending_ || timers_left_busy_ > 0) return;
+  if (pending_ || timers_left_busy_ > 0) {
+    timer_pool_.leak();
+    return;
+  }
   if (host_ != nullptr) (void)cudaFreeHost(host_);
   if (dev_ != nullptr) (void)cudaFree(dev_);
   (void)cudaEventDestroy(call_done_);
@@ -61,16 +64,16 @@ void NcclEngine::prepare_release() noexcept {
 }
 
 void NcclEngine::begin_call(cudaStream_t stream) {
-  if (have_last_ && stream != last_stream_) STRAGGLAR_CUDA_CHECK(cudaStreamWaitEvent(stream, call_done_, 0));
+  // Always, even on what looks like the last call's stream: a handle equal to the last one may
+  // be a new stream the driver gave a destroyed one's address, while the old stream's work still
+  // uses the scratch. On the same stream the wait is already satisfied by stream order.
+  if (have_last_) STRAGGLAR_CUDA_CHECK(cudaStreamWaitEvent(stream, call_done_, 0));
   transport_.set_stream(stream);
   device_.set_stream(stream);
 }
 
 void NcclEngine::end_call(cudaStream_t stream) noexcept {
-  if (cudaEventRecord(call_done_, stream) == cudaSuccess) {
-    last_stream_ = stream;
-    have_last_ = true;
-  }
+  if (cudaEventRecord(call_done_, stream) == cudaSuccess) have_last_ = true;
 }
 
 // One ncclAllReduce(max) of int64 on the call's stream, through engine-owned pinned and device

@@ -11,6 +11,7 @@
 
 #include "cuda_device.hpp"
 #include "nccl_call_timer.hpp"
+#include "nccl_timer_pool.hpp"
 #include "nccl_transport.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/session.hpp"
@@ -40,8 +41,15 @@ class NcclEngine final : public Engine {
   bool auto_starts_with_native() const override { return true; }
   // CUDA events, the exchange on the stream (lag 2).
   std::unique_ptr<CallTimer> make_timer() override {
-    return std::make_unique<NcclCallTimer>(comm_, transport_, pending_, timers_left_busy_);
+    return std::make_unique<NcclCallTimer>(comm_, transport_, pending_, timers_left_busy_, call_waits_bounded_,
+                                           timer_pool_);
   }
+  // auto's waits for the GPU work of earlier calls (a call's end for its time, the exchange's
+  // result) poll ncclCommGetAsyncError and, by default, end with Error(Timeout) after the
+  // session's timeout (the PyTorch backend: the group's). false: no bound, as ncclAllReduce has
+  // none (the NCCL front-end and the preload): a rank that is minutes late is waited for, and
+  // only an NCCL error ends the wait. The first-call agreement stays bounded either way.
+  void set_call_waits_bounded(bool bounded) noexcept { call_waits_bounded_ = bounded; }
   // A failed call's stream may never finish (a hung NCCL kernel): a restore enqueued after it
   // could not run, and the buffer stays a target. As NCCL: undefined after an error.
   BuffersOnError buffers_on_error() const override { return BuffersOnError::undefined; }
@@ -52,9 +60,9 @@ class NcclEngine final : public Engine {
   // engine's own that first waits for the end of the last call, never on the last caller's
   // stream, which its owner may have destroyed since (cudaFreeAsync on it is undefined).
   void prepare_release() noexcept;
-  // Calls may come on different streams and share scratch: a new stream first waits for the
-  // end of the previous call, recorded on that call's own stream when it ended (so a stream
-  // the caller has destroyed since is never touched).
+  // Calls may come on different streams and share scratch: every call's stream first waits for
+  // the end of the previous call, recorded on that call's own stream when it ended (so a stream
+  // the caller has destroyed since is never touched; stream handles are never compared).
   void begin_call(cudaStream_t stream);
   void end_call(cudaStream_t stream) noexcept;
 
@@ -65,13 +73,14 @@ class NcclEngine final : public Engine {
   CudaDevice device_;
   cudaEvent_t call_done_ = nullptr;
   cudaEvent_t agreed_ = nullptr;
-  cudaStream_t last_stream_ = nullptr;
   bool have_last_ = false;
   std::int64_t* host_ = nullptr;  // pinned
   std::int64_t* dev_ = nullptr;
   std::size_t capacity_ = 0;
   bool pending_ = false;  // a timed-out agreement may still write host_/dev_
   int timers_left_busy_ = 0;  // auto timers destroyed with GPU work unfinished (NcclCallTimer)
+  bool call_waits_bounded_ = true;
+  NcclTimerPool timer_pool_;  // auto timers' events and buffers, bounded (nccl_timer_pool.hpp)
   cudaStream_t own_stream_ = nullptr;  // prepare_release()'s
 };
 

@@ -3,8 +3,8 @@
 //
 // Preloaded, this library's ncclAllReduce is the one the program calls. It serves a call
 // through the NCCL front-end of the runtime core (stragglarNcclAllReduce: auto by default,
-// STRAGGLAR_ALGORITHM etc. honoured) and hands every other call to the real NCCL, found with
-// dlsym(RTLD_NEXT) — the libnccl the program itself loaded (torch's own, for PyTorch). Passed
+// STRAGGLAR_ALGORITHM etc. honoured) and hands every other call to the real NCCL, found at run
+// time (process_nccl.hpp): the libnccl the program itself loaded (torch's own, for PyTorch). Passed
 // through: calls inside ncclGroupStart/End (they must fuse with the group's other operations),
 // calls on a stream under CUDA graph capture (stragglar's host-side agreement cannot be
 // captured), unsupported types and ops (ncclPreMulSum, user ops, uint8/uint32/uint64/fp8),
@@ -14,9 +14,9 @@
 //
 // The static runtime inside calls NCCL itself (ncclSend/Recv/GroupStart/End, ncclAllReduce for
 // its agreement): those calls reach the real NCCL — a thread-local flag marks them — and leave
-// the group depth we track for the program untouched.
+// the group depth we track for the program untouched. Every NCCL function is the process's own,
+// looked up at run time (process_nccl.hpp): the library links no libnccl.
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include <atomic>
@@ -27,6 +27,8 @@
 #include <string>
 #include <string_view>
 
+#include "group_depth.hpp"
+#include "process_nccl.hpp"
 #include "stragglar/stragglar.h"
 #include "stragglar/stragglar_nccl.h"
 #include "stragglar/units.hpp"
@@ -38,38 +40,28 @@ namespace {
 // and a late rank costs little there. Not measured on a GPU yet (docs/preload.md).
 constexpr std::size_t kDefaultMinBytes = std::size_t{1} << 20;
 
+// The process's own NCCL functions (process_nccl.hpp), looked up at the first call that needs one.
 struct Real {
-  decltype(&ncclAllReduce) all_reduce = nullptr;
-  decltype(&ncclGroupStart) group_start = nullptr;
-  decltype(&ncclGroupEnd) group_end = nullptr;
-  decltype(&ncclCommDestroy) comm_destroy = nullptr;
-  decltype(&ncclCommAbort) comm_abort = nullptr;
-  decltype(&ncclCommCount) comm_count = nullptr;
-  decltype(&ncclCommUserRank) comm_user_rank = nullptr;
+  decltype(&ncclAllReduce) all_reduce;
+  decltype(&ncclGroupStart) group_start;
+  decltype(&ncclGroupEnd) group_end;
+  decltype(&ncclCommDestroy) comm_destroy;
+  decltype(&ncclCommAbort) comm_abort;
+  decltype(&ncclCommCount) comm_count;
+  decltype(&ncclCommUserRank) comm_user_rank;
 };
 
-template <class F>
-void find(F& fn, const char* name) {
-  fn = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-  if (!fn) {
-    std::fprintf(stderr, "stragglar-nccl-preload: %s not found after this library (is libnccl loaded?): %s\n", name,
-                 dlerror());
-    std::abort();
-  }
-}
-
 const Real& real() {
-  static Real r;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    find(r.all_reduce, "ncclAllReduce");
-    find(r.group_start, "ncclGroupStart");
-    find(r.group_end, "ncclGroupEnd");
-    find(r.comm_destroy, "ncclCommDestroy");
-    find(r.comm_abort, "ncclCommAbort");
-    find(r.comm_count, "ncclCommCount");
-    find(r.comm_user_rank, "ncclCommUserRank");
-  });
+  using stragglar::nccl_preload::nccl_function;
+  static const Real r{
+      nccl_function<decltype(&ncclAllReduce)>("ncclAllReduce"),
+      nccl_function<decltype(&ncclGroupStart)>("ncclGroupStart"),
+      nccl_function<decltype(&ncclGroupEnd)>("ncclGroupEnd"),
+      nccl_function<decltype(&ncclCommDestroy)>("ncclCommDestroy"),
+      nccl_function<decltype(&ncclCommAbort)>("ncclCommAbort"),
+      nccl_function<decltype(&ncclCommCount)>("ncclCommCount"),
+      nccl_function<decltype(&ncclCommUserRank)>("ncclCommUserRank"),
+  };
   return r;
 }
 
@@ -102,7 +94,7 @@ const Settings& settings() {
 }
 
 __attribute__((tls_model("initial-exec"))) thread_local bool t_inside = false;  // the runtime's own NCCL calls
-__attribute__((tls_model("initial-exec"))) thread_local int t_group_depth = 0;  // the program's group nesting
+__attribute__((tls_model("initial-exec"))) thread_local stragglar::nccl_preload::GroupDepth t_group;  // the program's
 
 std::atomic<long long> g_served{0}, g_passed{0};  // stragglar_nccl_preload_counts
 
@@ -156,21 +148,31 @@ void announce(ncclComm_t comm, int nranks, const Settings& s, const char* pass_r
 extern "C" {
 
 ncclResult_t ncclGroupStart() {
-  if (!t_inside) ++t_group_depth;
+  if (!t_inside) t_group.start();
   return real().group_start();
 }
 
 ncclResult_t ncclGroupEnd() {
-  if (!t_inside && t_group_depth > 0) --t_group_depth;
+  if (!t_inside) t_group.end();
   return real().group_end();
 }
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 22, 0)
+// Closes the group as ncclGroupEnd does (NCCL only simulates its operations): torch calls it.
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  static const auto group_simulate_end =
+      stragglar::nccl_preload::nccl_function<decltype(&ncclGroupSimulateEnd)>("ncclGroupSimulateEnd");
+  if (!t_inside) t_group.end();
+  return group_simulate_end(simInfo);
+}
+#endif
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const Real& r = real();
   if (t_inside) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
   ++g_passed;  // undone below when served
-  if (t_group_depth > 0) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  if (t_group.inside()) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
   const Settings& s = settings();
   const std::size_t es = element_size(datatype);
   if (es == 0 || !served_op(op) || count == 0 || count * es < s.min_bytes || comm == nullptr)
@@ -203,6 +205,11 @@ void stragglar_nccl_preload_counts(long long* served, long long* passed) {
   if (served) *served = g_served;
   if (passed) *passed = g_passed;
 }
+
+// For checks (found with dlsym): the calling thread's group depth as the library tracks it, and
+// the path of the NCCL its calls go to (null when the process has none loaded).
+int stragglar_nccl_preload_group_depth() { return t_group.depth(); }
+const char* stragglar_nccl_preload_nccl_library() { return stragglar::nccl_preload::nccl_library(); }
 
 // stragglar's per-communicator state must go before NCCL frees the communicator.
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {

@@ -1,6 +1,7 @@
 // CudaDevice (reduce kernels, finish_average, copy) against a host reference, one process.
-// Every dtype × op, counts around the vector width, and every pair of element offsets of dst
-// and src inside a 16-byte line (vector path, peeled head, misaligned scalar path); raw bit
+// Every dtype × op, counts around the vector width and one that reaches the unrolled vector
+// loop, and every pair of element offsets of dst and src inside a 16-byte line (the scalar head,
+// aligned and shifted source vectors, the tail), bit for bit; raw bit
 // patterns (NaN payloads, ±0, ±inf, subnormals) give the CPU device's bits (one numeric rule).
 // No GPU: GTEST_SKIP with "no CUDA device: skipped"; any other CUDA error fails. Inputs and
 // results move with cudaMemcpyAsync on the device's non-blocking stream.
@@ -55,12 +56,17 @@ TEST_P(CudaDeviceTest, ReduceMatchesHostAtEveryAlignment) {
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   CudaDevice dev(s);
-  const std::size_t max_count = 4099, pad = 16;  // bytes of offset room
+  // The largest count reaches the kernel's 4-way unrolled vector loop for every type: about
+  // 2000 vectors make one block whose first ~470 threads run it once (3 × 512 < 2000 ≤ 4 × 512)
+  // and the rest the one-vector loop; 13 more elements leave a scalar tail at every offset.
+  const std::size_t unrolled = 2000 * (16 / es) + 13;
+  const std::size_t max_count = unrolled, pad = 16;  // bytes of offset room
   auto* dbuf = static_cast<std::byte*>(dev.allocate(max_count * es + pad));
   auto* sbuf = static_cast<std::byte*>(dev.allocate(max_count * es + pad));
   std::mt19937 rng(7);
-  for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{8}, std::size_t{17}, std::size_t{4099}}) {
-    // Every pair of element offsets inside a 16-byte line: 16/es × 16/es pairs.
+  for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{8}, std::size_t{17}, std::size_t{4099}, unrolled}) {
+    // Every pair of element offsets inside a 16-byte line: 16/es × 16/es pairs (dst's offset
+    // sets the scalar head; src's, relative to it, the shift of the vector loop's loads).
     for (std::size_t doff = 0; doff < pad / es; ++doff) {
       for (std::size_t soff = 0; soff < pad / es; ++soff) {
         std::vector<std::byte> a(count * es), b(count * es), want(count * es), got(count * es);

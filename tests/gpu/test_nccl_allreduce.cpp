@@ -20,7 +20,8 @@
 //              max: identical bits on every rank and the documented rule (a NaN result is the
 //              canonical quiet NaN; min/max are IEEE 754-2019 minimum/maximum, −0 < +0). native
 //              (ncclAllReduce, and auto when it ran native) must give identical bits; whether it
-//              also follows the rule is reported, not required.
+//              also follows the rule is reported, not required. auto with every schedule rated
+//              free must run a schedule within 20 calls of each dtype × op, following the rule.
 // one-rank     a communicator of one rank: every algorithm, in/out of place, returns the input.
 // mismatch     count, dtype, op, algorithm, straggler, pipeline differing on rank 0 →
 //              stragglar_mismatch on every rank naming the field, buffers untouched, and the
@@ -30,9 +31,12 @@
 //              destroyed.
 // errors       invalid arguments rejected before anything is enqueued; a call on a stream being
 //              captured into a CUDA graph refused the same way (the capture ends cleanly).
-// timeout      rank 0 never calls on a fresh non-blocking communicator: every other rank gets
-//              stragglar_timeout from the first-call agreement within [0.9, 2] × STRAGGLAR_TIMEOUT_S,
-//              a later call fails at once, and ncclCommAbort ends the pending work.
+// timeout      first, on a communicator of its own, rank 0 comes 2.5 × STRAGGLAR_TIMEOUT_S late to
+//              a later auto call: every call succeeds exactly (auto's per-call waits are not
+//              bounded on NCCL); then rank 0 never calls on a fresh non-blocking communicator:
+//              every other rank gets stragglar_timeout from the first-call agreement within
+//              [0.9, 2] × STRAGGLAR_TIMEOUT_S, a later call fails at once, and ncclCommAbort ends
+//              the pending work.
 //
 // Every section but one-rank and errors needs n >= 2 (at n = 1 it exits 2: it would test nothing).
 // Every rank takes the same path: each case agrees across ranks on whether the call succeeded
@@ -54,6 +58,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -251,7 +256,19 @@ struct Case {
   int straggler = -1;
   Inputs inputs = Inputs::exact;
   long long delay_ns = 0;  // GPU sleep on the straggler's stream before its call
+  // Set: the call goes through the C++ API with this cost model for auto (else the C API).
+  std::optional<CostModel> cost = std::nullopt;
 };
+
+// A cost model under which auto rates every schedule far faster than any measured
+// ncclAllReduce: after its first call (native, docs/auto.md "The first calls") it explores the
+// schedules within a few blocks of calls, so its own reductions (and its timer) get exercised.
+CostModel schedules_look_free() {
+  CostModel m;
+  m.alpha_s = 1e-9;
+  m.beta_s_per_byte = 1e-15;
+  return m;
+}
 
 std::string describe(const Case& k) {
   return std::string(to_string(k.algo)) + " " + to_string(k.t) + " " + to_string(k.op) + " count=" +
@@ -264,7 +281,8 @@ std::string describe(const Case& k) {
 long g_native_rule_deviations = 0;  // special values: native results that differ from the rule
 
 // One case on every rank; every rank takes the same path (same collectives in the same order).
-void run_case(Ctx& c, const Case& k) {
+// Returns what the call ran (algorithm native with straggler -2 when it failed somewhere).
+detail::Choice run_case(Ctx& c, const Case& k) {
   const std::size_t es = size_of(k.t), bytes = k.count * es;
   const std::string what = describe(k);
   const auto all = make_inputs(k.inputs, k.t, k.op, k.count);
@@ -280,13 +298,27 @@ void run_case(Ctx& c, const Case& k) {
   stragglar_options_init(&o);
   o.algorithm = static_cast<stragglar_algorithm>(k.algo);
   o.straggler = k.straggler;
-  const stragglar_result res =
-      stragglarNcclAllReduce(src, c.recv, k.count, to_nccl(k.t), to_nccl(k.op), c.comm, c.stream, &o);
-  if (res != stragglar_success) fail(what + ": " + stragglar_result_string(res) + ": " + stragglar_last_error());
+  stragglar_result res = stragglar_success;
+  if (k.cost) {
+    Options x;
+    x.algorithm = k.algo;
+    x.straggler = k.straggler;
+    x.cost = k.cost;
+    try {
+      nccl_allreduce(src, c.recv, k.count, k.t, k.op, c.comm, c.stream, x);
+    } catch (const Error& e) {
+      res = stragglar_system_error;
+      fail(what + ": " + e.what());
+    }
+  } else {
+    res = stragglarNcclAllReduce(src, c.recv, k.count, to_nccl(k.t), to_nccl(k.op), c.comm, c.stream, &o);
+    if (res != stragglar_success) fail(what + ": " + stragglar_result_string(res) + ": " + stragglar_last_error());
+  }
+  const detail::Choice failed{Algorithm::native, -2};
   if (!all_ranks(res == stragglar_success)) {
     if (res == stragglar_success) fail(what + ": failed on another rank");
     wait_stream(c.stream, what);
-    return;
+    return failed;
   }
   const detail::Choice ran = detail::nccl_last_choice(c.comm);
   std::vector<std::byte> out(bytes), canary(kCanaryBytes), sent(k.in_place ? 0 : bytes);
@@ -338,6 +370,7 @@ void run_case(Ctx& c, const Case& k) {
   if (!identical_everywhere(out)) fail(what + ": results differ across ranks (ran " + to_string(ran) + ")");
   ++g_checked;
   ++g_cases_run[to_string(k.algo)];
+  return ran;
 }
 
 // ---- sections ---------------------------------------------------------------------------------
@@ -384,6 +417,38 @@ void special(Ctx& c) {
     for (DataType t : kFloatTypes)
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max})
         run_case(c, Case{a, t, op, special_count(), false, static_cast<int>(op) % g_n, Inputs::special});
+  // auto's own reductions on special values: auto starts with ncclAllReduce and, under the
+  // default cost model at these sizes, never leaves it (at n = 8 the small-message gate alone
+  // decides); with schedules_look_free() it runs a schedule within a few calls, and that call
+  // must follow the rule bit for bit (run_case is strict for anything but native).
+  constexpr int kAutoCalls = 20;
+  for (DataType t : kFloatTypes)
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+      int schedule_calls = 0;
+      for (int i = 0; i < kAutoCalls; ++i) {
+        Case k{Algorithm::automatic, t, op, special_count(), false, static_cast<int>(op) % g_n, Inputs::special};
+        k.cost = schedules_look_free();
+        const detail::Choice ran = run_case(c, k);
+        // auto's choice is the same on every rank; one schedule call checked is enough.
+        if (all_ranks(ran.algorithm != Algorithm::native)) {
+          ++schedule_calls;
+          break;
+        }
+      }
+      if (!all_ranks(schedule_calls > 0))
+        fail(std::string("special: auto ") + to_string(t) + " " + to_string(op) + " ran no schedule in " +
+             std::to_string(kAutoCalls) + " calls with every schedule rated free: its NaN/-0 rule went unchecked");
+    }
+  // 17 auto configurations or more (the 16 above, one more): the engine's timer pool holds 16
+  // sets, so the least recently used timer parks; called again, it takes a set back and its
+  // parked times and exchange are read (NcclCallTimer::park). Every call still checked.
+  auto auto_special = [&](DataType t, ReduceOp op, std::size_t count) {
+    Case k{Algorithm::automatic, t, op, count, false, static_cast<int>(op) % g_n, Inputs::special};
+    k.cost = schedules_look_free();
+    run_case(c, k);
+  };
+  for (int i = 0; i < 3; ++i) auto_special(DataType::float32, ReduceOp::max, special_count() + 6);
+  for (int i = 0; i < 8; ++i) auto_special(kFloatTypes.front(), ReduceOp::sum, special_count());
   long dev = g_native_rule_deviations - deviations_before, dev_all = 0;
   MPI_Allreduce(&dev, &dev_all, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
   if (g_rank == 0)
@@ -704,6 +769,72 @@ void timeout_path() {
   if (g_rank == 0) std::printf("  timeout: done (STRAGGLAR_TIMEOUT_S=%g)\n", limit);
 }
 
+// A rank far later than STRAGGLAR_TIMEOUT_S in a later call: auto's per-call waits on NCCL
+// (its timer's, its exchange's) wait as ncclAllReduce would, so every call succeeds exactly.
+// The calls go back to back, with no MPI between them: the others' host must wait inside
+// stragglar (the timer reads call 6's time at call 8), not in a check of the test's.
+void late_rank() {
+  const char* env = std::getenv("STRAGGLAR_TIMEOUT_S");
+  const double limit = env != nullptr ? std::atof(env) : 0;
+  if (!(limit > 0 && limit <= 10)) {
+    fail("late: set STRAGGLAR_TIMEOUT_S to at most 10 s for this section");
+    return;
+  }
+  ncclUniqueId id;
+  if (g_rank == 0) CK_NCCL(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclComm_t comm = nullptr;
+  CK_NCCL(ncclCommInitRank(&comm, g_n, id, g_rank));
+  cudaStream_t s;
+  CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  constexpr std::size_t count = 65539;
+  constexpr int kCalls = 14, kLateCall = 6;
+  std::vector<float> in(count), out(count);
+  for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>(g_rank + 1 + static_cast<int>(i % 5));
+  void *send = nullptr, *recv = nullptr;
+  CK_CUDA(cudaMalloc(&send, count * sizeof(float)));
+  CK_CUDA(cudaMalloc(&recv, count * sizeof(float)));
+  CK_CUDA(cudaMemcpyAsync(send, in.data(), count * sizeof(float), cudaMemcpyHostToDevice, s));
+  wait_stream(s, "late: setup");
+  MPI_Barrier(MPI_COMM_WORLD);
+  Options x;
+  x.algorithm = Algorithm::automatic;
+  x.cost = schedules_look_free();
+  const auto start = Clock::now();
+  int errors = 0;
+  for (int call = 0; call < kCalls; ++call) {
+    if (call == kLateCall && g_rank == 0) std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * limit));
+    try {
+      nccl_allreduce(send, recv, count, DataType::float32, ReduceOp::sum, comm, s, x);
+    } catch (const Error& e) {
+      if (errors++ == 0) fail("late: call " + std::to_string(call) + ": " + e.what());
+    }
+  }
+  if (all_ranks(errors == 0)) {
+    CK_CUDA(cudaMemcpyAsync(out.data(), recv, count * sizeof(float), cudaMemcpyDeviceToHost, s));
+    wait_stream(s, "late: end");
+    long wrong = 0;
+    for (std::size_t i = 0; i < count; ++i)
+      wrong += out[i] != static_cast<float>(g_n * (g_n + 1) / 2 + g_n * static_cast<int>(i % 5));
+    if (wrong > 0) fail("late: " + std::to_string(wrong) + " wrong elements after the last call");
+    ++g_checked;
+  } else if (errors == 0) {
+    fail("late: failed on another rank");
+  }
+  const double took = seconds_since(start);
+  wait_stream(s, "late: end");
+  CK_CUDA(cudaStreamDestroy(s));
+  if (errors == 0 && stragglarNcclCommRelease(comm) != stragglar_success) fail("late: stragglarNcclCommRelease");
+  if (errors != 0) (void)stragglarNcclCommAbandon(comm);
+  CK_CUDA(cudaFree(send));
+  CK_CUDA(cudaFree(recv));
+  if (errors == 0) CK_NCCL(ncclCommDestroy(comm));
+  else (void)ncclCommAbort(comm);
+  if (g_rank == 0)
+    std::printf("  late: rank 0 came %.1f s late to call %d of %d (STRAGGLAR_TIMEOUT_S=%g): %s (%.1f s)\n", 2.5 * limit,
+                kLateCall, kCalls, limit, errors == 0 ? "every call succeeded" : "FAILED", took);
+}
+
 void shared_gpu_env(int local_size, int ngpus) {
   if (local_size <= ngpus) return;
   // More ranks than GPUs here: make every rank look like its own host (NCCL refuses two
@@ -765,6 +896,7 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
 
   if (mode == "timeout") {
+    late_rank();
     timeout_path();
   } else {
     ncclUniqueId id;
