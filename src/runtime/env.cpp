@@ -192,11 +192,11 @@ std::vector<ConfigVariable> make_table() {
       {"STRAGGLAR_PMPI_MIN_BYTES", "PMPI preload", "a size in bytes (0, 4096, 64K, 1M)", "64K",
        "The PMPI preload: smaller MPI_Allreduce calls pass through to MPI (docs/preload.md).",
        [](std::string_view v, C& c) { return size_in_bytes(v, c.pmpi_min_bytes); },
-       [](const C& c) { return format_bytes(c.pmpi_min_bytes); }},
+       [](const C& c) { return std::to_string(c.pmpi_min_bytes); }},
       {"STRAGGLAR_NCCL_MIN_BYTES", "NCCL preload", "a size in bytes (0, 4096, 64K, 1M)", "1M",
        "The NCCL preload: smaller ncclAllReduce calls go to NCCL (docs/preload.md).",
        [](std::string_view v, C& c) { return size_in_bytes(v, c.nccl_min_bytes); },
-       [](const C& c) { return format_bytes(c.nccl_min_bytes); }},
+       [](const C& c) { return std::to_string(c.nccl_min_bytes); }},
   };
 }
 
@@ -209,6 +209,23 @@ void read_one(const ConfigVariable& var, const EnvLookup& lookup, RuntimeConfig&
   } catch (const Error&) {  // a library parser's own message: the one below says the same, in the rule's words
   }
   if (!ok) throw Error(ErrorCode::InvalidUsage, std::string(var.name) + "='" + value + "' is not valid: expected " + var.expected);
+}
+
+// `text` in lines of at most `width` characters, each after `indent`.
+std::string wrap(std::string_view text, std::size_t width, const std::string& indent) {
+  std::string out, line;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find(' ', at);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(at, end - at);
+    if (!line.empty() && line.size() + 1 + word.size() > width) out += indent + line + "\n", line.clear();
+    if (!line.empty()) line += ' ';
+    line += word;
+    at = end + 1;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
 }
 
 std::string pad(std::string s, std::size_t width) {
@@ -275,7 +292,7 @@ std::string config_help_text() {
   std::string out = "STRAGGLAR_* environment variables (read once per process; docs/configuration.md):\n";
   for (const ConfigVariable& var : config_variables()) {
     out += "\n  " + pad(var.name, 33) + "default " + var.default_text + "  [" + var.component + "]\n";
-    out += "      expected: " + var.expected + "\n      " + var.help + "\n";
+    out += wrap("expected: " + var.expected, 92, "      ") + wrap(var.help, 92, "      ");
   }
   return out;
 }
