@@ -1,7 +1,8 @@
-// The MPI engine of the runtime core (internal): MpiTransport on a private communicator, host
-// memory and loops (CpuDevice), the agreement as transport_max over MpiTransport on a tag of its
-// own (point to point: a timed-out agreement leaves no collective pending that MPI_Finalize
-// trips over, and a rank in the argument check is visible to a peer in a data phase, issue #22),
+// The MPI engine of the runtime core (internal), a host engine (host_engine.hpp): MpiTransport on
+// a private communicator, host memory and loops (CpuDevice), the agreement as transport_max over
+// MpiTransport on a tag of its own (point to point: a timed-out agreement leaves no collective
+// pending that MPI_Finalize trips over, and a rank in the argument check is visible to a peer in
+// a data phase; docs/reliability.md),
 // MPI_Allreduce as `native` (auto's native, bounded by the timeout: recursive doubling over
 // MpiTransport in engine-owned memory up to kTransportNativeMaxBytes, MPI_Iallreduce above, into
 // engine-owned memory too unless STRAGGLAR_KEEP_BUFFERS=0, Rabenseifner where Open MPI lets it be
@@ -70,9 +71,9 @@ class MpiEngine final : public HostEngine<> {
   // The bounded native's staging buffer (recursive doubling over the transport: its receives;
   // MPI_Iallreduce: its result), what a timeout may leave pending writes only here.
   // Up to this size auto's native is recursive doubling over the transport (transport_allreduce):
-  // Open MPI 4.1's MPI_Iallreduce costs ~1.8× its MPI_Allreduce at 8–256 B, recursive doubling
-  // the same as MPI_Allreduce; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md
-  // "Small messages", 8 ranks on the 2-core VM).
+  // for small messages Open MPI's MPI_Iallreduce costs more than its MPI_Allreduce, recursive
+  // doubling the same; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md "Small messages"
+  // has the measurement).
   static constexpr std::size_t kTransportNativeMaxBytes = 2048;
   std::unique_ptr<std::byte[]> native_stage_;
   std::size_t native_stage_bytes_ = 0;

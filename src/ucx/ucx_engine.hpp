@@ -1,6 +1,6 @@
-// UcxEngine: the runtime core's Engine over UCX (DESIGN.md "Runtime core and front-ends";
-// docs/ucx.md), shared by every front-end whose CPU ranks talk UCX: the PyTorch backend's CPU
-// tensors (docs/torch.md) and stragglar-ucx-bench (tools/ucx_bench).
+// UcxEngine: the runtime core's Engine over UCX (docs/runtime.md, docs/ucx.md), shared by every
+// front-end whose CPU ranks talk UCX: the PyTorch backend's CPU tensors (docs/torch.md) and
+// stragglar-ucx-bench (tools/ucx_bench).
 //
 //   transport   UcxTransport, connected by the caller through a KeyValueStore (shared memory
 //               within a host, RDMA/TCP across hosts; docs/ucx.md has the measurement)
