@@ -105,9 +105,15 @@ void say_counts() {
 
 // An announced communicator's attribute: its freeing lets a new one with the same handle be
 // announced (mpi_comm_attribute.hpp; PMPI_* calls, as everywhere in a profiling library).
-struct Announced {
-  MPI_Comm comm;
-  ~Announced() { gate().forget(comm); }
+class Announced {
+ public:
+  explicit Announced(MPI_Comm comm) : comm_(comm) {}
+  ~Announced() { gate().forget(comm_); }
+  Announced(const Announced&) = delete;
+  Announced& operator=(const Announced&) = delete;
+
+ private:
+  MPI_Comm comm_;
 };
 detail::CommAttribute<Announced>& announced() {
   static auto& a = *new detail::CommAttribute<Announced>(detail::kPmpiAttributeCalls, say_counts);
@@ -117,7 +123,7 @@ detail::CommAttribute<Announced>& announced() {
 void announce(MPI_Comm comm, const detail::PreloadSettings& s, const char* pass_reason) {
   if (!gate().first_sight(comm)) return;
   Announced* attached = nullptr;
-  if (announced().attach(comm, std::make_unique<Announced>(Announced{comm}), attached) != MPI_SUCCESS) return;
+  if (announced().attach(comm, std::make_unique<Announced>(comm), attached) != MPI_SUCCESS) return;
   int rank = 0, size = 0, len = 0;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
