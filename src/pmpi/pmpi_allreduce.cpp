@@ -42,10 +42,10 @@ namespace {
 // "Threads").
 struct PmpiPreload;
 using Gate = detail::PreloadGate<PmpiPreload, MPI_Comm>;
-Gate& gate() {
-  static auto& g = *new Gate(&detail::RuntimeConfig::pmpi_min_bytes);  // never destroyed: used until exit
-  return g;
-}
+// Made when the library is loaded, never destroyed (MPI calls back into it until MPI_Finalize),
+// reached without a guard.
+Gate& g_gate = *new Gate(&detail::RuntimeConfig::pmpi_min_bytes);
+Gate& gate() { return g_gate; }
 
 // ---- errors through the communicator's error handler ------------------------------------------
 // One MPI error class per stragglar ErrorCode, made on first use; before raising, the class's

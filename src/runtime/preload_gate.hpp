@@ -45,17 +45,11 @@ class PreloadGate {
   PreloadGate(const PreloadGate&) = delete;
   PreloadGate& operator=(const PreloadGate&) = delete;
 
+  // A function-local static, not a member: after the first call, one load of its guard. One
+  // gate per Tag, so one static per gate.
   const PreloadSettings& settings() {
-    std::call_once(read_, [this] {
-      try {
-        settings_.min_bytes = runtime_config().*min_bytes_;
-        settings_.debug = runtime_config().debug_info;
-        settings_.options = options_from_env();
-      } catch (const Error& e) {
-        settings_.error = e;
-      }
-    });
-    return settings_;
+    static const PreloadSettings s = read(min_bytes_);
+    return s;
   }
 
   // Whether this thread is inside a served call (the runtime calling the real function).
@@ -105,9 +99,19 @@ class PreloadGate {
   // initial-exec: a preloaded library has static TLS, so reading it is one instruction.
   static inline __attribute__((tls_model("initial-exec"))) thread_local bool t_inside = false;
 
+  static PreloadSettings read(std::size_t RuntimeConfig::*min_bytes) {
+    PreloadSettings s;
+    try {
+      s.min_bytes = runtime_config().*min_bytes;
+      s.debug = runtime_config().debug_info;
+      s.options = options_from_env();
+    } catch (const Error& e) {
+      s.error = e;
+    }
+    return s;
+  }
+
   std::size_t RuntimeConfig::*min_bytes_;
-  std::once_flag read_;
-  PreloadSettings settings_;
   std::atomic<long long> served_{0}, passed_{0};
   std::mutex seen_mutex_;
   std::set<Comm> seen_;
