@@ -63,7 +63,9 @@ class PreloadGate {
   bool below_threshold(std::size_t bytes) { return bytes < settings().min_bytes; }
 
   void pass() noexcept { bump(passed_); }
-  // Counts the call as served and marks this thread inside it until the result goes.
+  // Marks this thread inside the runtime until it goes: made by serve() for a served call, or
+  // directly (`Gate::Serving inside;`, not counted) around the runtime's own cleanup calls
+  // (ncclCommDestroy / ncclCommAbort releasing stragglar's state).
   class Serving {
    public:
     Serving() noexcept { t_inside = true; }
@@ -71,6 +73,7 @@ class PreloadGate {
     Serving(const Serving&) = delete;
     Serving& operator=(const Serving&) = delete;
   };
+  // Counts the call as served and marks this thread inside it until the result goes.
   [[nodiscard]] Serving serve() noexcept {
     bump(served_);
     return Serving();
