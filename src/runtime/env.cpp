@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,7 +18,7 @@
 namespace stragglar::detail {
 namespace {
 
-// ---- value parsers: false when the text is not a value ---------------------------------------
+// ---- value parsers: false (or stragglar::Error) when the text is not a value -----------------
 bool number(std::string_view text, double lo, double hi, double& out) {
   const std::string s(text);
   char* end = nullptr;
@@ -47,7 +46,7 @@ bool zero_or_one(std::string_view text, bool& out) {
 }
 
 bool size_in_bytes(std::string_view text, std::size_t& out) {
-  out = text == "0" ? 0 : parse_bytes(text);  // parse_bytes throws Error naming what is wrong
+  out = text == "0" ? 0 : parse_bytes(text);  // parse_bytes throws Error: not a size
   return true;
 }
 
@@ -236,7 +235,8 @@ std::string pad(std::string s, std::size_t width) {
 }  // namespace
 
 std::span<const ConfigVariable> config_variables() {
-  static const std::vector<ConfigVariable> table = make_table();
+  // Never destroyed: a destructor running at exit (MPI_Finalize's callbacks) may still read it.
+  static const std::vector<ConfigVariable>& table = *new std::vector<ConfigVariable>(make_table());
   return table;
 }
 
