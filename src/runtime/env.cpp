@@ -39,6 +39,17 @@ bool integer(std::string_view text, long long lo, long long hi, long long& out) 
   return true;
 }
 
+// Digits only (a rank: "3", not "3.0").
+bool plain_integer(std::string_view text, long long lo, long long hi, long long& out) {
+  const std::string s(text);
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || end == s.c_str() || *end != '\0' || v < lo || v > hi) return false;
+  out = v;
+  return true;
+}
+
 bool zero_or_one(std::string_view text, bool& out) {
   if (text != "0" && text != "1") return false;
   out = text == "1";
@@ -98,7 +109,7 @@ std::vector<ConfigVariable> make_table() {
        "The rank expected last, for the options' default (auto takes it as a hint).",
        [](std::string_view v, C& c) {
          long long r = 0;
-         if (!integer(v, -1, kMaxRanks - 1, r)) return false;
+         if (!plain_integer(v, -1, kMaxRanks - 1, r)) return false;
          c.straggler = static_cast<int>(r);
          return true;
        },

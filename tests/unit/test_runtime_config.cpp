@@ -95,6 +95,8 @@ TEST(RuntimeConfig, GoodValuesReachTheirFields) {
   EXPECT_EQ(read({{"STRAGGLAR_DEBUG", "info"}}).debug_trace, false);
   EXPECT_EQ(read({{"STRAGGLAR_DEBUG", "info"}}).debug_info, true);
   EXPECT_EQ(read({{"STRAGGLAR_PIPELINE", "3"}}).pipeline, 3);
+  EXPECT_EQ(read({{"STRAGGLAR_STRAGGLER", "5"}}).straggler, 5);
+  EXPECT_EQ(read({{"STRAGGLAR_AUTO_PERIOD", "1e1"}}).auto_period, 10);  // a number that is an integer
 }
 
 TEST(RuntimeConfig, BadValuesNameVariableValueAndWhatWasExpected) {
@@ -114,6 +116,7 @@ TEST(RuntimeConfig, BadValuesNameVariableValueAndWhatWasExpected) {
       {"STRAGGLAR_ALGORITHM", "fastest", "one of stragglar, ring"},
       {"STRAGGLAR_STRAGGLER", "-2", "a rank, or -1 for the last rank"},
       {"STRAGGLAR_STRAGGLER", "x", "a rank, or -1 for the last rank"},
+      {"STRAGGLAR_STRAGGLER", "3.0", "a rank, or -1 for the last rank"},
       {"STRAGGLAR_PIPELINE", "2000", "auto or an integer K in [1, 1024]"},
       {"STRAGGLAR_ALPHA_US", "0", "a positive number of microseconds"},
       {"STRAGGLAR_BANDWIDTH_GBPS", "fast", "a positive number of GB/s"},
