@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/env.hpp"
 #include "stragglar/error.hpp"
 #include "stragglar/schedule_json.hpp"
 #include "stragglar/simulate.hpp"
@@ -234,6 +235,16 @@ int run_simulate(const SimArgs& a) {
 int main(int argc, char** argv) {
   CLI::App app{"stragglar: straggler-aware AllReduce schedules — synthesize, verify, simulate"};
   app.require_subcommand(1);
+  // The runtime's STRAGGLAR_* variables, from the table the library reads them with; the Markdown
+  // form is docs/configuration.md's table (tests/cli checks that they match).
+  app.add_flag_callback("--help-env", [] {
+    std::cout << stragglar::detail::config_help_text();
+    throw CLI::Success();
+  }, "list the STRAGGLAR_* environment variables of the library, with defaults, and exit");
+  app.add_flag_callback("--help-env-markdown", [] {
+    std::cout << stragglar::detail::config_help_markdown();
+    throw CLI::Success();
+  }, "the same as a Markdown table (docs/configuration.md)");
   const std::string algos = algorithm_names(true);
 
   SynthArgs sa;

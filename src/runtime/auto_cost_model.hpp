@@ -10,8 +10,9 @@
 
 namespace stragglar::detail {
 
-// Processes of one host over shared memory (MPI, UCX, the PyTorch CPU backend), as calibrated on
-// this project's 2-core VM: α ≈ 20 µs per message, ≈ 1.7 GB/s per transfer, reduction ≈ 37 GB/s.
+// Processes of one host over shared memory (MPI, UCX, the PyTorch CPU backend): α ≈ 20 µs per
+// message, ≈ 1.7 GB/s per transfer, reduction ≈ 37 GB/s (calibrated: docs/auto.md "The cost
+// model per engine").
 // Only its ratios matter to auto (the policy scales the model by what it measures).
 inline CostModel host_shared_memory_cost_model() {
   CostModel c;

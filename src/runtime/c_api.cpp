@@ -1,5 +1,5 @@
 // The C boundary shared by every runtime (MPI and NCCL): the thread-local message behind
-// stragglar_last_error(), option defaults and result strings (DESIGN.md "Errors").
+// stragglar_last_error(), option defaults and result strings (docs/runtime.md).
 #include <string>
 
 #include "runtime/last_error.hpp"

@@ -1,5 +1,4 @@
-// Engine: what a front-end supplies to the runtime core (session.hpp; DESIGN.md "Runtime core and
-// front-ends"; docs/runtime.md). Five things an engine must supply — its Transport, its Device, a
+// Engine: what a front-end supplies to the runtime core (session.hpp; docs/runtime.md). Five things an engine must supply — its Transport, its Device, a
 // small agreement collective, its native AllReduce, and a timer for auto — and five small
 // defaults. The base holds no state. The Session owns the one timeout: it sets it on the
 // transport (Transport::set_timeout) and passes it to every other wait below (timeout_s), so an
@@ -43,16 +42,11 @@ class Engine {
     int tag;
   };
   // The engine's own AllReduce of count elements (sendbuf == recvbuf: in place). Without a
-  // bound it is `native` named by the user, with the engine's own behaviour (MPI_Allreduce:
-  // MPI's on a dead peer). With one it is auto running native: auto is the default, and the
-  // default must keep the timeout promise whatever it picks, so an engine whose native can block
-  // forever (MPI_Allreduce) runs a bounded form: one that returns within the timeout. MPI's
-  // (MPI_Iallreduce above 2 KiB) cannot be cancelled, so after a timeout it may still read the
-  // caller's sendbuf (and write its own staging memory) when the late peer joins: the MPI
-  // front-end's rule after an error is to keep the failed call's buffers, unused, until
-  // MPI_Finalize (docs/reliability.md, class 7).
-  // A native bounded already (NCCL polled with the transport's timeout, Gloo with its own)
-  // ignores the bound.
+  // bound it is `native` named by the user, with the engine's own behaviour on a dead peer. With
+  // one it is auto running native: auto is the default, and the default must keep the timeout
+  // promise whatever it picks, so an engine whose native can block forever runs a bounded form,
+  // one that returns within the timeout (the MPI engine's is in mpi_engine.hpp). A native bounded
+  // already (NCCL polled with the transport's timeout, Gloo with its own) ignores the bound.
   // `keep_buffer` (in place, only for an engine whose buffers_on_error() is native_stages): the
   // caller reads its buffer after an error (Session: STRAGGLAR_KEEP_BUFFERS and the front-end's
   // error rule), so a call that throws must leave recvbuf as it was, now and later; false: it
@@ -76,27 +70,26 @@ class Engine {
   virtual const char* buffer_problem(const void* /*sendbuf*/, const void* /*recvbuf*/) const { return nullptr; }
   // The cost model auto decides with when the user gave none (Options::cost, STRAGGLAR_*): its
   // small-message gate, exchange cadence and predictions (auto_cost_model.hpp). The default,
-  // env().cost, is the GPU model; host engines return host_engine_auto_cost_model(). The same
+  // env().cost, is the GPU model; host engines (host_engine.hpp) return
+  // host_engine_auto_cost_model(). The same
   // on every rank (every rank has the same engine); agreed with each auto configuration.
   virtual CostModel auto_cost_model() const { return env().cost; }
   // Whether auto starts with this engine's native and keeps it until a schedule is measured
   // faster (PolicyConfig::start_with_native): NCCL's, whose collective beats every schedule of
-  // point-to-point rounds when nobody is late. Host engines start with the model's best (on the
-  // 2-core VM Ring beats MPI_Allreduce by 6-12 % with nobody late, docs/auto.md).
+  // point-to-point rounds when nobody is late. Host engines start with the model's best
+  // (docs/auto.md has the measurements).
   virtual bool auto_starts_with_native() const { return false; }
-  // How a call in place that raises leaves the caller's buffer (issue #22 class 6;
-  // STRAGGLAR_KEEP_BUFFERS=1, the default, asks for "as it was"; out of place, sendbuf is never
-  // written and recvbuf is undefined after an error, as in MPI):
+  // How a call in place that raises leaves the caller's buffer (STRAGGLAR_KEEP_BUFFERS=1, the
+  // default, asks for "as it was"; out of place, sendbuf is never written and recvbuf is
+  // undefined after an error, as in MPI):
   //   session_restores  the session copies it before the call and puts the copy back when the
   //                     call raises (host memory, written only by the transport's receives and
   //                     the device's reduces: after a failure nothing writes it any more)
   //   native_stages     as session_restores, except around the native, which is told so
   //                     (native_allreduce's keep_buffer) and leaves recvbuf as it was by itself
-  //                     when it throws: it writes only engine memory until it has the result (MPI:
-  //                     an MPI_Iallreduce that timed out cannot be cancelled and would write after
-  //                     a restore; torch: Gloo's thread outlives Work::wait). MPI's unbounded
-  //                     native (the user's `native`, MPI_Allreduce) has MPI's behaviour: it blocks
-  //                     on a dead peer
+  //                     when it throws: it writes only engine memory until it has the result (a
+  //                     native that cannot be cancelled would write after a restore: MPI's
+  //                     MPI_Iallreduce, torch's Gloo thread)
   //   undefined         nothing is kept (NCCL: a stream that may never finish still targets it,
   //                     so a restore could not be ordered after it; as NCCL itself)
   enum class BuffersOnError { session_restores, native_stages, undefined };

@@ -1,56 +1,95 @@
-// Configuration from the environment, read once into one object (DESIGN.md "Conventions").
+// The runtime's configuration from the environment: every STRAGGLAR_* variable the library reads
+// (the core, the UCX transport, the PMPI and NCCL preloads), in one table — name, what it
+// accepts, its default, its help, how it is parsed into which field of RuntimeConfig. The same
+// table prints `stragglar --help-env` and docs/configuration.md, so the list cannot drift.
 //
-//   STRAGGLAR_TIMEOUT_S       seconds a rank waits for a peer before Error(Timeout) (default 60)
-//   STRAGGLAR_DEBUG           INFO: print this config once per process, and every new
-//                             configuration and straggler switch on a communicator's rank 0 (stderr);
-//                             TRACE: INFO and every decision of auto (docs/auto.md)
-//   STRAGGLAR_ALPHA_US        α of the cost model used by pipeline = auto (default CostModel{}) and by
-//                             algorithm = auto (default: its engine's, auto_cost_model.hpp)
-//   STRAGGLAR_BANDWIDTH_GBPS  1/β in GB/s (1e9 bytes/s) of that cost model
-//   STRAGGLAR_REDUCE_BANDWIDTH_GBPS  1/γ in GB/s: how fast a rank reduces (default: not modelled)
-//   STRAGGLAR_VERIFY          0: skip verify_or_throw on schedules entering the cache (default 1)
-//   STRAGGLAR_ALGORITHM, STRAGGLAR_STRAGGLER, STRAGGLAR_PIPELINE
-//                             defaults of stragglar_options_init (C), the PyTorch backend's
-//                             Options and stragglar::options_from_env() (C++)
-//   STRAGGLAR_AUTO_PERIOD     algorithm = auto: calls between exchanges of measurements (default 5)
-//   STRAGGLAR_KEEP_BUFFERS    1: a call that raises leaves the caller's buffer as it was (the session
-//                             keeps a copy for the call, host engines; default); 0: no copy, the
-//                             buffer is undefined after an error, as in NCCL, Gloo and MPI
-//   STRAGGLAR_MAX_MESSAGE_BYTES  largest single MPI message; bigger ones are split (default
-//                             1 GiB, below MPI's INT_MAX count limit; tests set it small)
+// One rule for a malformed value, everywhere: Error(InvalidUsage) "NAME='value' is not valid:
+// expected ...", raised by every call that reads the configuration (never a silent default), as
+// MPI and NCCL report a bad argument. An empty value is the same as an unset one.
 #pragma once
 #include <cstddef>
+#include <functional>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "stragglar/algorithm.hpp"
-
 #include "stragglar/cost_model.hpp"
 
 namespace stragglar::detail {
 
-struct Env {
+// How a UCX rank waits for its messages (UcxOptions::Wait has the same names).
+enum class UcxWaitMode { poll_fd, backoff, yield_poll };
+// Which UCX endpoints get UCX's error handling (UcxOptions::ErrorMode).
+enum class UcxErrorMode { per_host, peer, none };
+
+struct RuntimeConfig {
+  // ---- the core --------------------------------------------------------------------------------
   double timeout_s = 60.0;
-  bool debug_info = false;
+  bool debug_info = false;   // STRAGGLAR_DEBUG=INFO (or TRACE)
   bool debug_trace = false;  // STRAGGLAR_DEBUG=TRACE: INFO, and every decision of auto with its estimates
   bool verify = true;
   bool keep_buffers = true;
   CostModel cost;
-  bool cost_from_env = false;
+  bool cost_from_env = false;  // any of the three cost-model variables was set
   std::size_t max_message_bytes = std::size_t{1} << 30;
   int auto_period = 5;
   // Defaults for the options (std::nullopt: not set).
   std::optional<Algorithm> algorithm;
   std::optional<int> straggler;
-  std::optional<int> pipeline;  // STRAGGLAR_AUTO_PERIOD: calls between auto's exchanges (decisions)
+  std::optional<int> pipeline;
+  // ---- the UCX transport -----------------------------------------------------------------------
+  UcxWaitMode ucx_wait = UcxWaitMode::backoff;
+  UcxErrorMode ucx_error_mode = UcxErrorMode::per_host;
+  // ---- the preloads ----------------------------------------------------------------------------
+  std::size_t pmpi_min_bytes = std::size_t{64} << 10;
+  std::size_t nccl_min_bytes = std::size_t{1} << 20;
 
-  std::string to_string() const;  // "STRAGGLAR_TIMEOUT_S=60 STRAGGLAR_DEBUG=INFO ..."
+  // "STRAGGLAR_TIMEOUT_S=60 STRAGGLAR_DEBUG=INFO ...": every variable as this configuration has it.
+  std::string to_string() const;
 };
+using Env = RuntimeConfig;  // the name older callers use
 
-// Read on first use (thread-safe); throws Error(InvalidUsage) naming a malformed variable.
-const Env& env();
+// One row of the table.
+struct ConfigVariable {
+  const char* name;
+  const char* component;  // "core", "UCX", "PMPI preload", "NCCL preload"
+  std::string expected;   // what a value must be, as the error says it
+  std::string default_text;
+  const char* help;
+  // Parses a non-empty value into its field; false (or stragglar::Error) when it is not valid.
+  bool (*parse)(std::string_view value, RuntimeConfig& into);
+  // The field as a value of this variable would set it ("" when unset and without a default).
+  std::string (*show)(const RuntimeConfig& config);
+};
+std::span<const ConfigVariable> config_variables();
+
+// Where a variable's value comes from: the process environment (std::getenv, the library's only
+// reader of STRAGGLAR_*), or a test's map. nullptr or "": unset.
+using EnvLookup = std::function<const char*(const char* name)>;
+const char* process_environment(const char* name);
+
+// Every variable of the table from `lookup`; throws Error(InvalidUsage) naming the first
+// malformed one, its value and what was expected.
+RuntimeConfig read_runtime_config(const EnvLookup& lookup = process_environment);
+// Only `names` (the others keep their defaults): for a component that reads its own variables
+// at each use (the UCX transport, at each connect). Throws as read_runtime_config.
+RuntimeConfig read_runtime_config_of(std::initializer_list<std::string_view> names,
+                                     const EnvLookup& lookup = process_environment);
+
+// The process's configuration, read on first use (thread-safe). STRAGGLAR_DEBUG=INFO prints it
+// once per process. Throws Error(InvalidUsage) naming a malformed variable, at every call.
+const RuntimeConfig& runtime_config();
+inline const RuntimeConfig& env() { return runtime_config(); }
 // STRAGGLAR_TIMEOUT_S for cleanup (destructors, MPI_Finalize's callbacks), which must not throw:
 // the default when the environment does not read (its error already reached the failed call).
 double cleanup_timeout_s() noexcept;
+
+// The table as text: `stragglar --help-env` (aligned columns) and the Markdown table of
+// docs/configuration.md (one row per variable).
+std::string config_help_text();
+std::string config_help_markdown();
 
 }  // namespace stragglar::detail

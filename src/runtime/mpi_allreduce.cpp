@@ -2,18 +2,19 @@
 //
 // Thin by design: the runtime core (session.hpp) does the work and the engine is in
 // mpi_engine.{hpp,cpp}. Here: per communicator (an MPI attribute, freed with the communicator
-// or at MPI_Finalize) a private MPI_Comm_idup with MPI_ERRORS_RETURN, its MpiEngine and Session.
+// or at MPI_Finalize: mpi_comm_attribute.hpp) a private MPI_Comm_idup with MPI_ERRORS_RETURN,
+// its MpiEngine and Session.
 #include <mpi.h>
 
 #include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "runtime/env.hpp"
+#include "runtime/mpi_comm_attribute.hpp"
 #include "runtime/mpi_engine.hpp"
 #include "runtime/mpi_session.hpp"
 #include "stragglar/allreduce.hpp"
@@ -23,16 +24,15 @@ namespace {
 
 // What a timeout left pending when its communicator was freed: auto's bounded MPI_Iallreduce (a
 // collective: MPI cannot cancel it) and the engine memory it uses. Kept until MPI_Finalize
-// (finalize_hook), never freed under it.
+// (settle_orphans), never freed under it.
 struct Orphan {
   std::unique_ptr<detail::MpiEngine> engine;
 };
 std::mutex g_comm_mutex;
 std::vector<Orphan> g_orphans;
 
-// One per user communicator, kept as an MPI attribute.
+// One per user communicator, kept as an MPI attribute (mpi_comm_attribute.hpp).
 struct CommState {
-  MPI_Comm user = MPI_COMM_NULL;
   MPI_Comm dup = MPI_COMM_NULL;
   MPI_Request idup = MPI_REQUEST_NULL;  // still pending when the idup timed out
   std::optional<Error> setup_error;
@@ -82,35 +82,12 @@ struct CommState {
   }
 };
 
-// ---- the communicator attribute -------------------------------------------------------------
-int g_keyval = MPI_KEYVAL_INVALID;
-int g_self_keyval = MPI_KEYVAL_INVALID;
-std::set<CommState*> g_states;
-
-int delete_state(MPI_Comm, int, void* attr, void*) {
-  auto* st = static_cast<CommState*>(attr);
-  {
-    std::lock_guard<std::mutex> lock(g_comm_mutex);
-    g_states.erase(st);
-  }
-  delete st;
-  return MPI_SUCCESS;
-}
-
-// MPI_Finalize deletes MPI_COMM_SELF's attributes first, while MPI is fully usable: free every
-// state there (MPI_COMM_WORLD's attributes are not reliably deleted at a usable moment).
-int finalize_hook(MPI_Comm, int, void*, void*) {
-  std::vector<std::pair<MPI_Comm, CommState*>> states;
-  {
-    std::lock_guard<std::mutex> lock(g_comm_mutex);
-    for (CommState* st : g_states) states.emplace_back(st->user, st);
-  }
-  for (auto& [comm, st] : states) MPI_Comm_delete_attr(comm, g_keyval);
-  // Issue #22: Open MPI crashed (SIGSEGV in mca_pml_ob1_isend, from libnbc's progress) when a
-  // collective a timeout left pending was still running as MPI_Finalize tore the library down,
-  // the late peer having joined meanwhile. Every rank is in MPI_Finalize or on its way, so the
-  // late one usually joins now: wait for them, 3 x STRAGGLAR_TIMEOUT_S (>= 3 s) for all. One
-  // that a peer never joins (it went on to another call) stays pending and never moves: leaked.
+// MPI_Finalize, once every state is deleted. Open MPI crashes (in libnbc's progress) when a
+// collective a timeout left pending still runs as MPI_Finalize tears the library down, the late
+// peer having joined meanwhile. Every rank is in MPI_Finalize or on its way, so the late one
+// usually joins now: wait for them, 3 x STRAGGLAR_TIMEOUT_S (>= 3 s) for all. One that a peer
+// never joins (it went on to another call) stays pending and never moves: leaked.
+void settle_orphans() {
   std::vector<Orphan> orphans;
   {
     std::lock_guard<std::mutex> lock(g_comm_mutex);
@@ -124,17 +101,11 @@ int finalize_hook(MPI_Comm, int, void*, void*) {
     }
     o.engine.reset();
   }
-  return MPI_SUCCESS;
 }
 
-void ensure_keyvals() {
-  std::lock_guard<std::mutex> lock(g_comm_mutex);
-  if (g_keyval != MPI_KEYVAL_INVALID) return;
-  check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &g_keyval, nullptr),
-            "MPI_Comm_create_keyval");
-  check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_hook, &g_self_keyval, nullptr),
-            "MPI_Comm_create_keyval");
-  check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, g_self_keyval, nullptr), "MPI_Comm_set_attr");
+detail::CommAttribute<CommState>& comm_states() {
+  static auto& states = *new detail::CommAttribute<CommState>(detail::kMpiAttributeCalls, settle_orphans);
+  return states;
 }
 
 constexpr const char* kApi = "stragglar::allreduce";
@@ -146,16 +117,13 @@ CommState& state_for(MPI_Comm comm) {
   require(initialized && !finalized,
           "stragglar::allreduce: MPI is not initialized (or already finalized); call MPI_Init first");
   require(comm != MPI_COMM_NULL, "stragglar::allreduce: comm is MPI_COMM_NULL, expected a communicator");
-  ensure_keyvals();
-  void* attr = nullptr;
-  int found = 0;
-  check_mpi(MPI_Comm_get_attr(comm, g_keyval, &attr, &found), "MPI_Comm_get_attr");
+  CommState* found = nullptr;
+  check_mpi(comm_states().find(comm, found), "MPI_Comm_get_attr");
   if (found) {
-    auto& st = *static_cast<CommState*>(attr);
-    if (st.setup_error)
-      throw Error(st.setup_error->code(), std::string(kApi) + ": this communicator is unusable after an earlier failure (" +
-                                              st.setup_error->what() + "); free it and create a new one");
-    return st;
+    if (found->setup_error)
+      throw Error(found->setup_error->code(), std::string(kApi) + ": this communicator is unusable after an earlier failure (" +
+                                                  found->setup_error->what() + "); free it and create a new one");
+    return *found;
   }
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter");
@@ -163,16 +131,8 @@ CommState& state_for(MPI_Comm comm) {
   const detail::Env& e = detail::env();
   // Attached before the collective idup, so that a timed-out idup leaves a broken state behind
   // (later calls fail at once) and nobody frees a communicator still being created.
-  auto* st = new CommState;
-  st->user = comm;
-  if (const int rc = MPI_Comm_set_attr(comm, g_keyval, st); rc != MPI_SUCCESS) {
-    delete st;
-    check_mpi(rc, "MPI_Comm_set_attr");
-  }
-  {
-    std::lock_guard<std::mutex> lock(g_comm_mutex);
-    g_states.insert(st);
-  }
+  CommState* st = nullptr;
+  check_mpi(comm_states().attach(comm, std::make_unique<CommState>(), st), "MPI_Comm_set_attr");
   try {
     check_mpi(MPI_Comm_idup(comm, &st->dup, &st->idup), "MPI_Comm_idup");
     wait_with_timeout(st->idup, e.timeout_s, "MPI_Comm_idup (the first stragglar call on this communicator)");

@@ -2,7 +2,6 @@
 #include "runtime/mpi_engine.hpp"
 #include "runtime/mpi_split_allgather.hpp"
 
-#include "runtime/transport_agreement.hpp"
 #include "runtime/transport_allreduce.hpp"
 
 #include <algorithm>
@@ -83,12 +82,6 @@ std::unique_ptr<CallTimer> MpiEngine::make_timer() {
   return std::make_unique<HostCallTimer>(*this, std::make_unique<MpiSplitAllgather>(transport_));
 }
 
-void MpiEngine::agree_max(std::span<std::int64_t> values, double) {
-  // Bounded by the transport's timeout, which is the session's (= timeout_s): the Session sets
-  // it on the transport whenever it changes.
-  transport_max(transport_, values, agreement_scratch_, transport_.agreement_tag());
-}
-
 namespace {
 
 // MPI's datatype and op for ours (fp16/bf16: 2-byte elements and our own ops).
@@ -137,7 +130,7 @@ void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t
 
 void MpiEngine::reserve(std::size_t native_bytes, bool native_keeps_buffer, std::size_t agreement_values) {
   reserve_native(native_bytes, native_keeps_buffer);
-  agreement_scratch_.reserve(2 * agreement_values);  // transport_max: the running max and a receive
+  reserve_agreement(agreement_values);
 }
 
 void MpiEngine::reserve_native(std::size_t bytes, bool keeps_buffer) {

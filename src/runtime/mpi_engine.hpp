@@ -1,7 +1,8 @@
-// The MPI engine of the runtime core (internal): MpiTransport on a private communicator, host
-// memory and loops (CpuDevice), the agreement as transport_max over MpiTransport on a tag of its
-// own (point to point: a timed-out agreement leaves no collective pending that MPI_Finalize
-// trips over, and a rank in the argument check is visible to a peer in a data phase, issue #22),
+// The MPI engine of the runtime core (internal), a host engine (host_engine.hpp): MpiTransport on
+// a private communicator, host memory and loops (CpuDevice), the agreement as transport_max over
+// MpiTransport on a tag of its own (point to point: a timed-out agreement leaves no collective
+// pending that MPI_Finalize trips over, and a rank in the argument check is visible to a peer in
+// a data phase; docs/reliability.md),
 // MPI_Allreduce as `native` (auto's native, bounded by the timeout: recursive doubling over
 // MpiTransport in engine-owned memory up to kTransportNativeMaxBytes, MPI_Iallreduce above, into
 // engine-owned memory too unless STRAGGLAR_KEEP_BUFFERS=0, Rabenseifner where Open MPI lets it be
@@ -17,9 +18,8 @@
 #include <vector>
 
 #include "runtime/call_timer.hpp"
-#include "runtime/cpu_device.hpp"
-#include "runtime/engine.hpp"
 #include "runtime/env.hpp"
+#include "runtime/host_engine.hpp"
 #include "runtime/mpi_iallreduce_algorithm.hpp"
 #include "runtime/mpi_transport.hpp"
 
@@ -29,15 +29,17 @@ namespace stragglar::detail {
 // it is still pending then.
 bool settle_request(MPI_Request& request, double timeout_s);
 
-class MpiEngine final : public Engine {
+class MpiEngine final : public HostEngine<> {
  public:
   // `comm` (borrowed) is the private duplicate, with MPI_ERRORS_RETURN.
   MpiEngine(MPI_Comm comm, const Env& e);
   Transport& transport() override { return transport_; }
-  Device& device() override { return device_; }
-  void agree_max(std::span<std::int64_t> values, double timeout_s) override;
-  // MPI_Allreduce; with a bound (auto's) recursive doubling over the transport or
-  // MPI_Iallreduce, in the engine's staging memory (see below).
+  // MPI_Allreduce (the user's `native`: MPI's behaviour, it blocks on a dead peer); with a bound
+  // (auto's) recursive doubling over the transport or MPI_Iallreduce, in the engine's staging
+  // memory (see below). MPI cannot cancel an MPI_Iallreduce, so after a timeout it may still
+  // read the caller's sendbuf (and write the staging memory) when the late peer joins: the MPI
+  // front-end's rule after an error is to keep the failed call's buffers, unused, until
+  // MPI_Finalize (docs/reliability.md, class 7).
   void native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                         std::optional<NativeBound> bound, bool keep_buffer) override;
   // The host clock; auto's exchange split around the next call (MpiSplitAllgather) up to
@@ -47,7 +49,6 @@ class MpiEngine final : public Engine {
   static constexpr int kSplitExchangeMaxRanks = 64;
   void reserve(std::size_t native_bytes, bool native_keeps_buffer, std::size_t agreement_values) override;
   const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
-  CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }  // a host engine
   // The bounded native stages a kept buffer itself (keep_buffer); schedules: the session's copy.
   BuffersOnError buffers_on_error() const override { return BuffersOnError::native_stages; }
   // Whether the engine's memory may go: a timed-out bounded native has completed (waiting for it
@@ -62,16 +63,17 @@ class MpiEngine final : public Engine {
   bool stray_messages_possible() const { return transport_.stray_messages_possible(); }
 
  private:
+  // The agreement on a tag of the transport's own (point to point: see the top of this file).
+  int agreement_tag() const override { return transport_.agreement_tag(); }
+
   MPI_Comm comm_;
   MpiTransport transport_;
-  CpuDevice device_;
-  std::vector<std::int64_t> agreement_scratch_;  // transport_max's messages; alive as long as the engine
   // The bounded native's staging buffer (recursive doubling over the transport: its receives;
   // MPI_Iallreduce: its result), what a timeout may leave pending writes only here.
   // Up to this size auto's native is recursive doubling over the transport (transport_allreduce):
-  // Open MPI 4.1's MPI_Iallreduce costs ~1.8× its MPI_Allreduce at 8–256 B, recursive doubling
-  // the same as MPI_Allreduce; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md
-  // "Small messages", 8 ranks on the 2-core VM).
+  // for small messages Open MPI's MPI_Iallreduce costs more than its MPI_Allreduce, recursive
+  // doubling the same; from ~2 KiB on MPI_Iallreduce is the faster (docs/auto.md "Small messages"
+  // has the measurement).
   static constexpr std::size_t kTransportNativeMaxBytes = 2048;
   std::unique_ptr<std::byte[]> native_stage_;
   std::size_t native_stage_bytes_ = 0;

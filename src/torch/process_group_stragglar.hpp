@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend_options.hpp"
@@ -69,51 +70,87 @@ class ProcessGroupStragglar final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
 
-  // Delegated to the inner backend of the tensors' device.
+  // Delegated to the inner backend of the tensors' device (collective / point_to_point below).
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
-                                           const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
+                                           const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override {
+    return collective(&c10d::Backend::broadcast, tensors, tensors, opts);
+  }
   c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor>& tensors,
-                                                  const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+                                                  const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override {
+    return collective(&c10d::Backend::allreduce_sparse, tensors, tensors, opts);
+  }
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
       std::vector<at::Tensor>& tensors,
-      const c10d::AllreduceCoalescedOptions& opts = c10d::AllreduceCoalescedOptions()) override;
+      const c10d::AllreduceCoalescedOptions& opts = c10d::AllreduceCoalescedOptions()) override {
+    return collective(&c10d::Backend::allreduce_coalesced, tensors, tensors, opts);
+  }
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
-                                        const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override;
+                                        const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override {
+    return collective(&c10d::Backend::reduce, tensors, tensors, opts);
+  }
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs,
-                                           const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+                                           const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override {
+    return collective(&c10d::Backend::allgather, inputs, outputs, inputs, opts);
+  }
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
-                                                 const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+                                                 const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override {
+    return collective(&c10d::Backend::_allgather_base, input, output, input, opts);
+  }
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(
       std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override {
+    return collective(&c10d::Backend::allgather_coalesced, inputs, outputs, inputs, opts);
+  }
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override {
+    return collective(&c10d::Backend::allgather_into_tensor_coalesced, inputs, outputs, inputs, opts);
+  }
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs,
-                                        const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
+                                        const c10d::GatherOptions& opts = c10d::GatherOptions()) override {
+    return collective(&c10d::Backend::gather, inputs, outputs, inputs, opts);
+  }
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                          std::vector<std::vector<at::Tensor>>& inputs,
-                                         const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override;
+                                         const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override {
+    return collective(&c10d::Backend::scatter, outputs, outputs, inputs, opts);
+  }
   c10::intrusive_ptr<c10d::Work> reduce_scatter(
       std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
-      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override {
+    return collective(&c10d::Backend::reduce_scatter, outputs, outputs, inputs, opts);
+  }
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input,
-      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override {
+    return collective(&c10d::Backend::_reduce_scatter_base, input, output, input, opts);
+  }
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override {
+    return collective(&c10d::Backend::reduce_scatter_tensor_coalesced, inputs, outputs, inputs, opts);
+  }
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                std::vector<int64_t>& output_split_sizes,
                                                std::vector<int64_t>& input_split_sizes,
-                                               const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+                                               const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override {
+    return collective(&c10d::Backend::alltoall_base, input, output, input, output_split_sizes, input_split_sizes, opts);
+  }
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-                                          const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
-  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
-  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
-  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+                                          const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override {
+    return collective(&c10d::Backend::alltoall, inputs, outputs, inputs, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override {
+    return point_to_point(&c10d::Backend::send, tensors, tensors, dst_rank, tag);
+  }
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override {
+    return point_to_point(&c10d::Backend::recv, tensors, tensors, src_rank, tag);
+  }
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override {
+    return point_to_point(&c10d::Backend::recvAnysource, tensors, tensors, tag);
+  }
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks = false) override;
 
@@ -132,6 +169,19 @@ class ProcessGroupStragglar final : public c10d::Backend {
   c10d::Backend& inner(Inner which);
   c10d::Backend& inner_for(const std::vector<at::Tensor>& tensors);
   c10d::Backend& inner_for(const at::Tensor& tensor);
+  // A delegated call: `method` of the inner backend for the device of `by` (a tensor or the
+  // tensors that name it). Every rank makes the same inner backend at the same call (making one
+  // is collective), so the sequence of collectives stays the same on every rank; collectives
+  // count in the group's sequence number, point-to-point calls do not.
+  template <class Method, class By, class... Args>
+  c10::intrusive_ptr<c10d::Work> collective(Method method, const By& by, Args&&... args) {
+    ++sequence_;
+    return (inner_for(by).*method)(std::forward<Args>(args)...);
+  }
+  template <class Method, class By, class... Args>
+  c10::intrusive_ptr<c10d::Work> point_to_point(Method method, const By& by, Args&&... args) {
+    return (inner_for(by).*method)(std::forward<Args>(args)...);
+  }
   // The CPU engine's `native`: Gloo's allreduce on a copy in native_stage_ (avg as sum, then
   // divided), copied back on success.
   void native_allreduce(void* buf, std::size_t count, DataType dtype, ReduceOp op, bool keep_buffer);

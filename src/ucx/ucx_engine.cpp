@@ -14,10 +14,6 @@ UcxEngine::UcxEngine(std::unique_ptr<UcxTransport> transport, NativeAllreduce na
     throw Error(ErrorCode::InvalidUsage, "UcxEngine: expected a connected transport and a native allreduce");
 }
 
-void UcxEngine::agree_max(std::span<std::int64_t> values, double) {
-  transport_max(*transport_, values, agreement_scratch_, kAgreementTag);
-}
-
 void UcxEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
                                  ReduceOp op, std::optional<NativeBound>, bool keep_buffer) {
   if (sendbuf != recvbuf) device_.copy(recvbuf, sendbuf, count * size_of(dtype));

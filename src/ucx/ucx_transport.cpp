@@ -302,12 +302,6 @@ class Backoff {
   Clock::time_point since_;
 };
 
-std::string lower_env(const char* name) {
-  const char* v = std::getenv(name);
-  std::string s = v ? v : "";
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 }  // namespace
 
@@ -315,16 +309,10 @@ UcxOptions UcxOptions::from_env(double timeout_s) {
   UcxOptions o;
   require(timeout_s > 0, "UcxTransport: timeout of " + seconds_text(timeout_s) + " s, expected > 0");
   o.timeout_s = timeout_s;
-  const std::string wait = lower_env("STRAGGLAR_UCX_WAIT");
-  if (wait == "poll") o.wait = Wait::poll_fd;
-  else if (wait == "backoff") o.wait = Wait::backoff;
-  else if (wait == "yield_poll") o.wait = Wait::yield_poll;
-  else require(wait.empty(), "STRAGGLAR_UCX_WAIT='" + wait + "', expected poll, backoff or yield_poll");
-  const std::string mode = lower_env("STRAGGLAR_UCX_ERROR_MODE");
-  if (mode == "per_host") o.error_mode = ErrorMode::per_host;
-  else if (mode == "peer") o.error_mode = ErrorMode::peer;
-  else if (mode == "none") o.error_mode = ErrorMode::none;
-  else require(mode.empty(), "STRAGGLAR_UCX_ERROR_MODE='" + mode + "', expected per_host, peer or none");
+  // Read at each connect, through the runtime's one reader of STRAGGLAR_* (runtime/env.hpp).
+  const detail::RuntimeConfig c = detail::read_runtime_config_of({"STRAGGLAR_UCX_WAIT", "STRAGGLAR_UCX_ERROR_MODE"});
+  o.wait = c.ucx_wait;
+  o.error_mode = c.ucx_error_mode;
   return o;
 }
 

@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 
+#include "runtime/env.hpp"
 #include "runtime/transport.hpp"
 #include "ucx/kv_store.hpp"
 
@@ -49,10 +50,12 @@ struct UcxOptions {
   //   poll_fd:    ucp_worker_arm + poll(2) on the worker's event fd (the kernel wakes it);
   //   yield_poll: sched_yield for 1 ms, then ucp_worker_arm + poll(2).
   // backoff is the default: measured fastest with 8 ranks on 2 cores (docs/ucx.md).
-  enum class Wait { poll_fd, backoff, yield_poll } wait = Wait::backoff;
+  using Wait = detail::UcxWaitMode;
+  Wait wait = Wait::backoff;
   // per_host: PEER error handling across hosts, shared memory + process watch within a host;
   // peer: PEER everywhere (no shared memory in UCX 1.13); none: no UCX error handling.
-  enum class ErrorMode { per_host, peer, none } error_mode = ErrorMode::per_host;
+  using ErrorMode = detail::UcxErrorMode;
+  ErrorMode error_mode = ErrorMode::per_host;
 
   // timeout_s as given; STRAGGLAR_UCX_WAIT=poll|backoff|yield_poll and
   // STRAGGLAR_UCX_ERROR_MODE=per_host|peer|none override the defaults. Throws

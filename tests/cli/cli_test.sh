@@ -102,5 +102,23 @@ expect 2 "--hosts 3: expected a divisor of n = 8" -- "$cli" simulate -n 8 -b 1G 
 expect 2 "--inter-bandwidth needs --hosts H" -- "$cli" simulate -n 8 -b 1G --inter-bandwidth 10GB/s
 expect 0 "hierarchical" -- "$cli" simulate -n 64 -b 1G --stragglers 8 --hosts 8 --inter-bandwidth 100GiB/s -a stragglar-k,hierarchical
 
+# --help-env: every STRAGGLAR_* variable of the library's table, exit 0; docs/configuration.md's
+# table is exactly --help-env-markdown (regenerate it with that flag when the table changes).
+expect 0 "STRAGGLAR_TIMEOUT_S" -- "$cli" --help-env
+expect 0 "STRAGGLAR_NCCL_MIN_BYTES" -- "$cli" --help-env
+docs="$(dirname "$0")/../../docs/configuration.md"
+sed -n '/^<!-- BEGIN stragglar --help-env-markdown/,/^<!-- END stragglar --help-env-markdown/p' "$docs" | sed '1d;$d' >"$tmp/docs_table.md"
+"$cli" --help-env-markdown >"$tmp/cli_table.md"
+if [ -s "$tmp/cli_table.md" ] && cmp -s "$tmp/docs_table.md" "$tmp/cli_table.md"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  echo "FAIL: docs/configuration.md's table differs from 'stragglar --help-env-markdown':"
+  diff "$tmp/docs_table.md" "$tmp/cli_table.md" | head -10
+fi
+for v in $(grep -o '^| `STRAGGLAR_[A-Z_]*`' "$tmp/cli_table.md" | tr -d '|` '); do
+  grep -qF "$v" <("$cli" --help-env) && pass=$((pass + 1)) || { echo "FAIL: --help-env lacks $v"; fail=$((fail + 1)); }
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

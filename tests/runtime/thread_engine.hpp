@@ -1,6 +1,7 @@
 // A runtime-core Engine for tests: n ranks as threads of one process (thread_transport.hpp),
-// host memory (CpuDevice), the agreement and a "native" AllReduce through shared slots and a
-// spinning barrier with a timeout. No heap allocation per call once the slots are sized.
+// a host engine (host_engine.hpp: host memory, the host clock and cost model) whose agreement and
+// "native" AllReduce go through shared slots and a spinning barrier with a timeout. No heap
+// allocation per call once the slots are sized.
 #pragma once
 #include <sched.h>
 
@@ -17,7 +18,7 @@
 
 #include "runtime/call_timer.hpp"
 #include "runtime/cpu_device.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/host_engine.hpp"
 #include "thread_transport.hpp"
 
 namespace stragglar::testing {
@@ -73,12 +74,10 @@ class CountingCpuDevice final : public Device {
   CpuDevice cpu_;
 };
 
-class ThreadEngine final : public detail::Engine {
+class ThreadEngine final : public detail::HostEngine<CountingCpuDevice> {
  public:
   ThreadEngine(ThreadJob& job, int rank) : job_(job), rank_(rank), transport_(job.hub, rank) {}
   Transport& transport() override { return transport_; }
-  Device& device() override { return device_; }
-  CostModel auto_cost_model() const override { return detail::host_engine_auto_cost_model(); }  // a host engine
   // Threads of one process share a host name: a test may give each its own host.
   std::int64_t host_id() const override { return host >= 0 ? host : Engine::host_id(); }
   std::int64_t host = -1;
@@ -153,7 +152,6 @@ class ThreadEngine final : public detail::Engine {
   ThreadJob& job_;
   int rank_;
   ThreadTransport transport_;
-  CountingCpuDevice device_;
 };
 
 }  // namespace stragglar::testing
