@@ -19,26 +19,15 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <mutex>
-#include <set>
-#include <string>
-#include <string_view>
 
 #include "group_depth.hpp"
 #include "process_nccl.hpp"
 #include "stragglar/stragglar.h"
 #include "stragglar/stragglar_nccl.h"
-#include "stragglar/units.hpp"
-#include "stragglar/error.hpp"
+#include "runtime/preload_gate.hpp"
 
 namespace {
-
-// Below this many bytes a call goes to NCCL: its own small-message algorithms are latency-bound
-// and a late rank costs little there. Not measured on a GPU yet (docs/preload.md).
-constexpr std::size_t kDefaultMinBytes = std::size_t{1} << 20;
 
 // The process's own NCCL functions (process_nccl.hpp), looked up at the first call that needs one.
 struct Real {
@@ -65,38 +54,13 @@ const Real& real() {
   return r;
 }
 
-struct Settings {
-  std::size_t min_bytes = kDefaultMinBytes;
-  bool debug = false;
-  bool bad_env = false;  // a malformed STRAGGLAR_NCCL_MIN_BYTES: every eligible call reports it
-  std::string bad_env_message;
-};
+// The gate shared with the PMPI preload (runtime/preload_gate.hpp): STRAGGLAR_NCCL_MIN_BYTES
+// and the rest of the configuration read once, counters, the runtime's own calls, announcements.
+struct NcclPreload;
+using Gate = stragglar::detail::PreloadGate<NcclPreload, ncclComm_t>;
+Gate& g_gate = *new Gate(&stragglar::detail::RuntimeConfig::nccl_min_bytes);  // never freed: no work at exit
 
-const Settings& settings() {
-  static Settings s;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (const char* v = std::getenv("STRAGGLAR_DEBUG")) {
-      const std::string_view d = v;
-      s.debug = d == "INFO" || d == "info" || d == "TRACE" || d == "trace";  // TRACE includes INFO
-    }
-    if (const char* v = std::getenv("STRAGGLAR_NCCL_MIN_BYTES"); v && *v) {
-      try {
-        s.min_bytes = std::string_view(v) == "0" ? 0 : stragglar::parse_bytes(v);
-      } catch (const stragglar::Error& e) {
-        s.bad_env = true;
-        s.bad_env_message = std::string("STRAGGLAR_NCCL_MIN_BYTES='") + v +
-                            "' is not valid: expected a size in bytes (0, 4096, 1M): " + e.what();
-      }
-    }
-  });
-  return s;
-}
-
-__attribute__((tls_model("initial-exec"))) thread_local bool t_inside = false;  // the runtime's own NCCL calls
 __attribute__((tls_model("initial-exec"))) thread_local stragglar::nccl_preload::GroupDepth t_group;  // the program's
-
-std::atomic<long long> g_served{0}, g_passed{0};  // stragglar_nccl_preload_counts
 
 std::size_t element_size(ncclDataType_t t) {
   switch (t) {
@@ -124,11 +88,8 @@ ncclResult_t to_nccl(stragglar_result r) {
 }
 
 // STRAGGLAR_DEBUG=INFO: one line per communicator, on its rank 0.
-void announce(ncclComm_t comm, int nranks, const Settings& s, const char* pass_reason) {
-  static std::mutex mutex;
-  static std::set<ncclComm_t>* seen = new std::set<ncclComm_t>();  // never freed: no work at exit
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!seen->insert(comm).second) return;
+void announce(ncclComm_t comm, int nranks, std::size_t min_bytes, const char* pass_reason) {
+  if (!g_gate.first_sight(comm)) return;
   int rank = 0;
   real().comm_user_rank(comm, &rank);
   if (rank != 0) return;
@@ -140,7 +101,7 @@ void announce(ncclComm_t comm, int nranks, const Settings& s, const char* pass_r
                  "stragglar-nccl-preload: communicator %p (%d ranks): ncclAllReduce of fp32/fp64/fp16/bf16/int32/int64 x "
                  "sum/prod/min/max/avg >= %zu bytes, outside groups and graph capture, goes through stragglar; "
                  "everything else goes to NCCL\n",
-                 static_cast<void*>(comm), nranks, s.min_bytes);
+                 static_cast<void*>(comm), nranks, min_bytes);
 }
 
 }  // namespace
@@ -148,12 +109,12 @@ void announce(ncclComm_t comm, int nranks, const Settings& s, const char* pass_r
 extern "C" {
 
 ncclResult_t ncclGroupStart() {
-  if (!t_inside) t_group.start();
+  if (!Gate::inside()) t_group.start();
   return real().group_start();
 }
 
 ncclResult_t ncclGroupEnd() {
-  if (!t_inside) t_group.end();
+  if (!Gate::inside()) t_group.end();
   return real().group_end();
 }
 
@@ -162,7 +123,7 @@ ncclResult_t ncclGroupEnd() {
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   static const auto group_simulate_end =
       stragglar::nccl_preload::nccl_function<decltype(&ncclGroupSimulateEnd)>("ncclGroupSimulateEnd");
-  if (!t_inside) t_group.end();
+  if (!Gate::inside()) t_group.end();
   return group_simulate_end(simInfo);
 }
 #endif
@@ -170,30 +131,28 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const Real& r = real();
-  if (t_inside) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
-  ++g_passed;  // undone below when served
-  if (t_group.inside()) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
-  const Settings& s = settings();
-  const std::size_t es = element_size(datatype);
-  if (es == 0 || !served_op(op) || count == 0 || count * es < s.min_bytes || comm == nullptr)
+  const auto pass = [&] {
+    g_gate.pass();
     return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  };
+  if (Gate::inside()) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);  // the runtime's own
+  if (t_group.inside()) return pass();
+  const std::size_t es = element_size(datatype);
+  if (es == 0 || !served_op(op) || count == 0 || g_gate.below_threshold(count * es) || comm == nullptr) return pass();
   int nranks = 0;
-  if (r.comm_count(comm, &nranks) != ncclSuccess) return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  if (r.comm_count(comm, &nranks) != ncclSuccess) return pass();
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) capture = cudaStreamCaptureStatusActive;  // be safe
+  const stragglar::detail::PreloadSettings& s = g_gate.settings();
   const char* pass_reason = nranks < 2 ? "one rank" : nullptr;
-  if (s.debug) announce(comm, nranks, s, pass_reason);
-  if (pass_reason || capture != cudaStreamCaptureStatusNone)
-    return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
-  if (s.bad_env) {
-    std::fprintf(stderr, "stragglar-nccl-preload: %s\n", s.bad_env_message.c_str());
+  if (s.debug) announce(comm, nranks, s.min_bytes, pass_reason);
+  if (pass_reason || capture != cudaStreamCaptureStatusNone) return pass();
+  if (s.error) {
+    std::fprintf(stderr, "stragglar-nccl-preload: %s\n", s.error->what());
     return ncclInvalidArgument;
   }
-  --g_passed;
-  ++g_served;
-  t_inside = true;
+  const auto serving = g_gate.serve();
   const stragglar_result res = stragglarNcclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr);
-  t_inside = false;
   if (res != stragglar_success)
     std::fprintf(stderr, "stragglar-nccl-preload: ncclAllReduce failed: %s\n", stragglar_last_error());
   return to_nccl(res);
@@ -202,8 +161,8 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, n
 // How many ncclAllReduce calls went through stragglar and how many to NCCL in this process (for
 // checks; found with dlsym).
 void stragglar_nccl_preload_counts(long long* served, long long* passed) {
-  if (served) *served = g_served;
-  if (passed) *passed = g_passed;
+  if (served) *served = g_gate.served();
+  if (passed) *passed = g_gate.passed();
 }
 
 // For checks (found with dlsym): the calling thread's group depth as the library tracks it, and
@@ -213,9 +172,11 @@ const char* stragglar_nccl_preload_nccl_library() { return stragglar::nccl_prelo
 
 // stragglar's per-communicator state must go before NCCL frees the communicator.
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  t_inside = true;
-  (void)stragglarNcclCommRelease(comm);
-  t_inside = false;
+  {
+    const Gate::Serving inside;  // the runtime's NCCL calls while it lets go: not the program's
+    (void)stragglarNcclCommRelease(comm);
+  }
+  g_gate.forget(comm);
   return real().comm_destroy(comm);
 }
 
@@ -223,9 +184,11 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 // hangs, torch's watchdog): stragglar's state is left, not freed, since freeing would wait for
 // that work and hang the abort.
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  t_inside = true;
-  (void)stragglarNcclCommAbandon(comm);
-  t_inside = false;
+  {
+    const Gate::Serving inside;
+    (void)stragglarNcclCommAbandon(comm);
+  }
+  g_gate.forget(comm);
   return real().comm_abort(comm);
 }
 
