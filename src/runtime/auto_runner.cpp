@@ -127,16 +127,16 @@ namespace {
 
 // The policy of one configuration: the model (two simulations per algorithm, at its first use),
 // the period, and one call per exchange when an exchange is cheap beside a call.
-StragglerPolicy make_policy(int lag, bool start_with_native, bool shared_clock, int nranks, std::size_t bytes,
-                            const Options& base) {
+StragglerPolicy make_policy(const Env& config, int lag, bool start_with_native, bool shared_clock, int nranks,
+                            std::size_t bytes, const Options& base) {
   PolicyConfig pc;
   pc.shared_clock = shared_clock;
   pc.nranks = nranks;
   pc.bytes = bytes;
   // An exchange must be decided before the next one begins (at most one in flight).
-  pc.period = std::max(env().auto_period, lag);
-  pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
-  pc.keep_trace = env().debug_trace;
+  pc.period = std::max(config.auto_period, lag);
+  pc.keep_evidence = config.debug_info;  // the switch evidence is text: only when it is printed
+  pc.keep_trace = config.debug_trace;
   pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
   pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
   pc.start_with_native = start_with_native;
@@ -151,11 +151,11 @@ StragglerPolicy make_policy(int lag, bool start_with_native, bool shared_clock, 
 }
 }  // namespace
 
-AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
-                       const Options& o, AutoHost& host, bool shared_clock)
-    : timer_(engine.make_timer()), api_(api), rank_(rank), nranks_(nranks),
+AutoRunner::AutoRunner(Engine& engine, const Env& config, const char* api, int rank, int nranks, std::size_t count,
+                       DataType dtype, const Options& o, AutoHost& host, bool shared_clock)
+    : timer_(engine.make_timer()), config_(config), api_(api), rank_(rank), nranks_(nranks),
       options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
-      policy_(make_policy(timer_->measurement_lag(), engine.auto_starts_with_native(),
+      policy_(make_policy(config, timer_->measurement_lag(), engine.auto_starts_with_native(),
                           shared_clock && timer_->entries_on_host_clock(), nranks, count * size_of(dtype), options_)) {
   const std::vector<Algorithm>& candidates = policy_.config().candidates;
   may_run_native_ = std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end();
@@ -233,10 +233,10 @@ void AutoRunner::finish_exchange(AutoHost& host, double timeout_s) {
   timer_->exchange_end(exchange_, timeout_s);
   in_flight_ = false;
   const std::span<const int> known_set = policy_.target_set();
-  if (policy_.decide(exchange_) && env().debug_info && rank_ == 0)
+  if (policy_.decide(exchange_) && config_.debug_info && rank_ == 0)
     std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, count_,
                  to_string(dtype_), to_string(policy_.incumbent()).c_str(), policy_.last_switch_evidence().c_str());
-  if (env().debug_trace && rank_ == 0)
+  if (config_.debug_trace && rank_ == 0)
     std::fprintf(stderr, "stragglar TRACE: %s n=%d auto (count=%zu %s): %s\n", api_, nranks_, count_, to_string(dtype_),
                  policy_.last_decision_trace().c_str());
   // A late set just learned (issue #23): the plans of the candidates told it, now, outside the
