@@ -51,24 +51,34 @@ void AutoCall::run(const Choice& c, const Plan* plan) {
 
 void AutoCall::warm_up_native(int runs) {
   if (trace_) trace_->mark("auto's pick");
-  WarmUpMemory& memory = s_.warm_up_;
+  if (s_.nranks_ < 2 || count_ == 0 || runs <= 0) return;
   const std::size_t bytes = count_ * size_of(dtype_);
-  // Agreed with the configuration: every rank has it, or none does (then native's first
-  // measurement is cold on every rank).
-  if (s_.nranks_ < 2 || count_ == 0 || runs <= 0 || !memory.get() || memory.size() < bytes) return;
   Device& device = s_.engine_.device();
+  // The measured call's shape, on memory the caller does not read afterwards: out of place, the
+  // call's own recvbuf (an output the measured call writes anyway); in place, from the caller's
+  // buffer (only read) into the session's kept copy (unused until this call's run fills it);
+  // else into the warm-up memory agreed with the configuration (in place on a copy of the input).
+  const bool out_of_place = sendbuf_ != recvbuf_;
+  void* const kept = s_.kept_size_ >= bytes && s_.session_keeps_copy(/*native=*/false) ? s_.kept_ : nullptr;
+  void* const own = s_.warm_up_.get();
+  void* const target = out_of_place ? recvbuf_ : kept ? kept : own;
+  // Every rank has the same target kind (the warm-up memory was agreed): all warm up, or none.
+  if (target == nullptr) return;
+  const void* const source = out_of_place || kept ? sendbuf_ : target;
   try {
     for (int i = 0; i < runs; ++i) {
-      device.copy(memory.get(), sendbuf_, bytes);  // the caller's values: no overflow of its own
-      s_.engine_.native_allreduce(memory.get(), memory.get(), count_, dtype_, op_,
-                                  Engine::NativeBound{s_.timeout_s_, tag_}, /*keep_buffer=*/false);
+      if (source == target) device.copy(target, sendbuf_, bytes);  // the caller's values: no overflow of its own
+      s_.engine_.native_allreduce(source, target, count_, dtype_, op_, Engine::NativeBound{s_.timeout_s_, tag_},
+                                  /*keep_buffer=*/false);
+      if (trace_) trace_->mark("native warm-up");
     }
   } catch (...) {
-    memory.abandon();  // a native that timed out may still write it
+    // A native that timed out may still write its target: the session's memory is left to it.
+    if (target == own) s_.warm_up_.abandon();
+    if (target == kept) s_.abandon_kept();
     throw;
   }
-  memory.release();
-  if (trace_) trace_->mark("native warm-ups");
+  s_.warm_up_.release();
 }
 
 }  // namespace stragglar::detail

@@ -230,7 +230,8 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
       prepare(key, sendbuf, recvbuf, count, dtype, op, o, phases, cfg, signature, trace);
   signature[SignatureField::ok] = local ? 0 : 1;
   // What this rank holds for auto's warm-ups of native (set_up_auto): their memory, or none needed.
-  const bool warm_up_memory = !(cfg.automatic && cfg.automatic->may_run_native()) || warm_up_.get() != nullptr;
+  const bool warm_up_memory = !warm_up_wanted(cfg, sendbuf == recvbuf && phases == PhaseSelection::all) ||
+                              warm_up_.get() != nullptr;
   const AgreedSignature agreed = agree_signature(signature, local, warm_up_memory);
   trace.mark("agreement");
   // Every rank warms native up, or none does (AutoCall::warm_up_native).
@@ -253,8 +254,7 @@ std::optional<Error> Session::prepare(const Key& key, const void* sendbuf, void*
     trace.mark("plan");
     const bool in_place_whole = sendbuf == recvbuf && phases == PhaseSelection::all;
     if (algorithm_info(o.algorithm).kind == AlgorithmKind::automatic) {
-      signature[SignatureField::cost] = set_up_auto(o, in_place_whole, count, dtype, op, cfg);
-      trace.mark("auto set-up");
+      signature[SignatureField::cost] = set_up_auto(o, in_place_whole, count, dtype, op, cfg, trace);
     }
     make_kept_copy(cfg, in_place_whole, count, dtype);
     trace.mark("kept copy");
@@ -290,7 +290,7 @@ void Session::build_plan(const Options& o, const std::vector<int>& late, int res
 }
 
 std::int64_t Session::set_up_auto(const Options& o, bool in_place_whole, std::size_t count, DataType dtype,
-                                  ReduceOp op, Config& cfg) {
+                                  ReduceOp op, Config& cfg, FirstCallTrace& trace) {
   // auto's cost model: the user's, else this engine's default (auto_cost_model.hpp).
   const Options ao = with_auto_cost(o, engine_, ranks_per_host_);
   if (nranks_ > 1 && count > 0) {
@@ -307,16 +307,32 @@ std::int64_t Session::set_up_auto(const Options& o, bool in_place_whole, std::si
       AutoCall host(*this, nullptr, nullptr, 0, dtype, op);
       cfg.automatic =
           std::make_shared<AutoRunner>(engine_, config_, api_, rank_, nranks_, count, dtype, ao, host, shared_clock_);
+      trace.mark("auto's policy and plans");
       if (native_keeps)
         prepare_auto_in_place(*cfg.automatic, bytes);
       else if (cfg.automatic->may_run_native())
         engine_.reserve(/*native_bytes=*/bytes, /*native_keeps_buffer=*/false, /*agreement_values=*/0);
-      // Its first call measures native after warm-ups (AutoRunner::call): their memory now,
-      // so that the agreement can tell whether every rank has it.
-      if (cfg.automatic->may_run_native()) (void)warm_up_.allocate(engine_.device(), bytes);
+      trace.mark("auto's native memory");
+      // Its first call measures native after warm-ups (AutoRunner::call), on memory the caller
+      // does not read (AutoCall::warm_up_native). Only a call in place without the session's
+      // kept copy needs memory of its own: made now, so that the agreement can tell whether
+      // every rank has it.
+      if (warm_up_wanted(cfg, in_place_whole)) {
+        (void)warm_up_.allocate(engine_.device(), bytes);
+        trace.mark("auto's warm-up memory");
+      }
     }
   }
   return cost_fingerprint(*ao.cost);
+}
+
+bool Session::warm_up_wanted(const Config& cfg, bool in_place_whole) const {
+  return cfg.automatic && cfg.automatic->may_run_native() && in_place_whole && !session_keeps_copy(/*native=*/false);
+}
+
+void Session::abandon_kept() noexcept {
+  kept_ = nullptr;
+  kept_size_ = 0;
 }
 
 void Session::make_kept_copy(const Config& cfg, bool in_place_whole, std::size_t count, DataType dtype) {

@@ -129,7 +129,12 @@ class Session {
   // algorithm = auto: the small-message native, or an AutoRunner with every plan it may run, the
   // engine's native memory and the warm-up memory. Returns its cost model's fingerprint.
   std::int64_t set_up_auto(const Options& opts, bool in_place_whole, std::size_t count, DataType dtype,
-                           ReduceOp op, Config& cfg);
+                           ReduceOp op, Config& cfg, FirstCallTrace& trace);
+  // Whether auto's warm-ups need memory of their own (AutoCall::warm_up_native): an auto
+  // configuration that may run native, first called in place without the session's kept copy.
+  bool warm_up_wanted(const Config& cfg, bool in_place_whole) const;
+  // Forgets the kept copy without freeing it (a native that timed out may still write it).
+  void abandon_kept() noexcept;
   // The copy calls in place keep (run), made with the configuration, outside the timed calls.
   void make_kept_copy(const Config& cfg, bool in_place_whole, std::size_t count, DataType dtype);
   // The agreement: every rank's signature, the lowest failing rank, the next tag, the warm-up
@@ -196,7 +201,8 @@ class Session {
   std::optional<Error> broken_;
   Choice last_choice_;
   std::shared_ptr<AutoRunner> last_auto_;
-  // auto's warm-up memory between a configuration's creation and the end of its first call.
+  // auto's warm-up memory (warm_up_wanted) between a configuration's creation and the end of its
+  // first call.
   WarmUpMemory warm_up_;
 };
 
