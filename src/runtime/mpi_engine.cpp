@@ -150,8 +150,9 @@ void MpiEngine::reserve_native(std::size_t bytes, bool keeps_buffer) {
   if (native_stage_bytes_ >= want) return;
   // Never shrinks (the staging of the largest message so far).
   native_stage_ = std::make_unique_for_overwrite<std::byte[]>(want);
-  // Its pages faulted in now, when the configuration is made, not in its first call (cpu_device.cpp).
-  for (std::size_t off = 0; off < want; off += 4096) static_cast<volatile std::byte*>(native_stage_.get())[off] = std::byte{0};
+  // Its pages faulted in now, when the configuration is made, not in its first call (cpu_device.hpp).
+  advise_huge_pages(native_stage_.get(), want);
+  touch_pages(native_stage_.get(), want);
   native_stage_bytes_ = want;
 }
 
