@@ -15,11 +15,12 @@
 namespace stragglar::detail {
 namespace {
 
-// Native's runs before the first measured one (AutoRunner::call). One is enough: the first
-// measured call is a first-use sample, replaced by the next measurement of native
-// (straggler_policy.hpp Sample::first_use), and with one warm-up that next one is native's third
-// run, the first that is warm.
-constexpr int kNativeWarmUps = 1;
+// Native's runs before the first measured one (AutoRunner::call). The first measured call is a
+// first-use sample, replaced by native's next measurement (straggler_policy.hpp
+// Sample::first_use), which must be warm: with Open MPI 4.1 the first three runs of auto's
+// native are slow (its temporaries; docs/runtime.md "First-call costs"), so that next one must be
+// at least the fourth.
+constexpr int kNativeWarmUps = 2;
 
 // auto's model: the simulator on the schedule a choice would run (the cached one), with the
 // straggler arriving delay_s late — the same numbers on every rank. The event simulator is
@@ -208,9 +209,9 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s) {
   const Choice c = policy_.begin_call();
   const Plan* plan = plan_for(host, c);
   // The first call measures native (docs/auto.md "The first calls"); its first runs are cold
-  // (Open MPI 4.1: the first two, a temporary of the message's size freed after each call that
-  // only the third reuses), so one runs here, before the timer, on memory the caller does not
-  // read (AutoHost::warm_up_native), and the measurement that counts is the third run.
+  // (Open MPI 4.1: the first three, its temporaries), so two run here, before the timer, on
+  // memory the caller does not read (AutoHost::warm_up_native): native's next measurement, the
+  // one that counts, is then its fourth run.
   if (first_call && c.algorithm == Algorithm::native) host.warm_up_native(kNativeWarmUps);
   timer.time_begin();
   host.run(c, plan);

@@ -144,6 +144,7 @@ void MpiEngine::reserve_native(std::size_t bytes, bool keeps_buffer) {
   // transport_allreduce needs its staging (every rank's contribution up to 16 ranks, else the
   // running partial and a receive: transport_allreduce.hpp); a larger message needs
   // its result's (bounded_native) when the caller's buffer is kept, else it runs on the caller's.
+  if (bytes > kTransportNativeMaxBytes) iallreduce_algorithm_.prepare();  // once per process: not in a call
   if (bytes > kTransportNativeMaxBytes && !keeps_buffer) return;
   const std::size_t want =
       bytes > kTransportNativeMaxBytes ? bytes : transport_allreduce_staging_bytes(transport_.nranks(), bytes);
