@@ -51,7 +51,8 @@ void AutoCall::run(const Choice& c, const Plan* plan) {
 
 void AutoCall::warm_up_native(int runs) {
   if (trace_) trace_->mark("auto's pick");
-  if (s_.nranks_ < 2 || count_ == 0 || runs <= 0) return;
+  // Agreed with the configuration: every rank has memory for them, or no rank warms up.
+  if (s_.nranks_ < 2 || count_ == 0 || runs <= 0 || !s_.warm_ups_agreed_) return;
   const std::size_t bytes = count_ * size_of(dtype_);
   Device& device = s_.engine_.device();
   // The measured call's shape, on memory the caller does not read afterwards: out of place, the
@@ -62,8 +63,7 @@ void AutoCall::warm_up_native(int runs) {
   void* const kept = s_.kept_size_ >= bytes && s_.session_keeps_copy(/*native=*/false) ? s_.kept_ : nullptr;
   void* const own = s_.warm_up_.get();
   void* const target = out_of_place ? recvbuf_ : kept ? kept : own;
-  // Every rank has the same target kind (the warm-up memory was agreed): all warm up, or none.
-  if (target == nullptr) return;
+  if (target == nullptr) return;  // (not reached: own memory is agreed)
   const void* const source = out_of_place || kept ? sendbuf_ : target;
   try {
     for (int i = 0; i < runs; ++i) {

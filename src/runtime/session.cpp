@@ -234,8 +234,10 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
                               warm_up_.get() != nullptr;
   const AgreedSignature agreed = agree_signature(signature, local, warm_up_memory);
   trace.mark("agreement");
-  // Every rank warms native up, or none does (AutoCall::warm_up_native).
-  if (!agreed.warm_up_memory) warm_up_.release();
+  // Every rank warms native up, or none does (AutoCall::warm_up_native): whatever memory its
+  // warm-ups would use, a rank skips them when a peer has none.
+  warm_ups_agreed_ = agreed.warm_up_memory;
+  if (!warm_ups_agreed_) warm_up_.release();
   cfg.tag = take_tag(agreed.tag);
   log_new_configuration(cfg, o, count, dtype, op, signature[SignatureField::resolved_k]);
   return configs_.emplace(key, std::move(cfg)).first->second;
@@ -396,10 +398,13 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
     return;
   }
   FirstCallTrace trace(config_.debug_trace && rank_ == 0);
-  struct ReleaseWarmUp {  // the warm-up memory lives until the end of this first call, whatever happens
-    WarmUpMemory& memory;
-    ~ReleaseWarmUp() { memory.release(); }
-  } release{warm_up_};
+  struct EndWarmUps {  // the warm-ups' memory and agreement last until the end of this first call
+    Session& s;
+    ~EndWarmUps() {
+      s.warm_up_.release();
+      s.warm_ups_agreed_ = false;
+    }
+  } end_warm_ups{*this};
   const Config& cfg = first_call(key, sendbuf, recvbuf, count, dtype, op, o, phases, trace);
   call(cfg, sendbuf, recvbuf, count, dtype, op, phases, &trace);
   if (trace.on()) {

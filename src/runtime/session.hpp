@@ -204,6 +204,8 @@ class Session {
   // auto's warm-up memory (warm_up_wanted) between a configuration's creation and the end of its
   // first call.
   WarmUpMemory warm_up_;
+  // During a configuration's first call: whether every rank can warm native up (agreed).
+  bool warm_ups_agreed_ = false;
 };
 
 }  // namespace stragglar::detail

@@ -3,7 +3,9 @@
 // number of them even when one rank cannot get their memory.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,7 +82,8 @@ struct Seen {
 
 // n ranks as threads, each making one auto call of `count` floats (rank r contributes r + 1).
 // `refusing_rank` (>= 0) cannot allocate the warm-up memory.
-std::vector<Seen> first_auto_call(int n, std::size_t count, bool in_place, int refusing_rank = -1) {
+std::vector<Seen> first_auto_call(int n, std::size_t count, const std::function<bool(int rank)>& in_place_on,
+                                  int refusing_rank = -1) {
   ThreadJob job(n, 20);
   std::vector<Seen> seen(static_cast<std::size_t>(n));
   std::vector<std::thread> threads;
@@ -90,6 +93,7 @@ std::vector<Seen> first_auto_call(int n, std::size_t count, bool in_place, int r
       NoKeptCopyEngine engine(inner);
       if (r == refusing_rank) engine.refusing_device().refuse_bytes = count * sizeof(float);
       Seen& mine = seen[static_cast<std::size_t>(r)];
+      const bool in_place = in_place_on(r);
       std::vector<float> send(count, static_cast<float>(r + 1)), recv(count, in_place ? static_cast<float>(r + 1) : 0.0f);
       const float* input = in_place ? recv.data() : send.data();
       mine.sendbuf = input;
@@ -116,7 +120,7 @@ float sum_of_ranks(int n) { return static_cast<float>(n * (n + 1) / 2); }
 TEST(AutoCall, InPlaceWithoutAKeptCopyWarmsNativeUpOnMemoryOfItsOwn) {
   const int n = 4;
   const std::size_t count = (1 << 16) + 7;
-  const std::vector<Seen> seen = first_auto_call(n, count, /*in_place=*/true);
+  const std::vector<Seen> seen = first_auto_call(n, count, [](int) { return true; });
   for (int r = 0; r < n; ++r) {
     const Seen& mine = seen[static_cast<std::size_t>(r)];
     EXPECT_EQ(mine.error, "") << "rank " << r;
@@ -133,7 +137,7 @@ TEST(AutoCall, OutOfPlaceWarmsNativeUpOnTheCallsOwnOutput) {
   // shape there, needs no memory and leaves sendbuf as it was.
   const int n = 4;
   const std::size_t count = (1 << 16) + 7;
-  const std::vector<Seen> seen = first_auto_call(n, count, /*in_place=*/false);
+  const std::vector<Seen> seen = first_auto_call(n, count, [](int) { return false; });
   for (int r = 0; r < n; ++r) {
     const Seen& mine = seen[static_cast<std::size_t>(r)];
     EXPECT_EQ(mine.error, "") << "rank " << r;
@@ -152,7 +156,7 @@ TEST(AutoCall, ARankWithoutWarmUpMemorySkipsTheWarmUpsOnEveryRank) {
   for (int refusing = 0; refusing < 4; ++refusing) {
     const int n = 4;
     const std::size_t count = (1 << 16) + 7;
-    const std::vector<Seen> seen = first_auto_call(n, count, /*in_place=*/true, refusing);
+    const std::vector<Seen> seen = first_auto_call(n, count, [](int) { return true; }, refusing);
     for (int r = 0; r < n; ++r) {
       const Seen& mine = seen[static_cast<std::size_t>(r)];
       EXPECT_EQ(mine.error, "") << "rank " << r << ", rank " << refusing << " refusing";
@@ -160,6 +164,21 @@ TEST(AutoCall, ARankWithoutWarmUpMemorySkipsTheWarmUpsOnEveryRank) {
       EXPECT_EQ(mine.native_calls, 1) << "rank " << r << ", rank " << refusing << " refusing: no warm-up anywhere";
       EXPECT_EQ(mine.result, std::vector<float>(count, sum_of_ranks(n))) << "rank " << r;
     }
+  }
+}
+
+TEST(AutoCall, RanksThatNeedNoWarmUpMemorySkipTheWarmUpsTooWhenAPeerHasNone) {
+  // Ranks called out of place warm up on their own recvbuf, which they always have; a rank in
+  // place without it is refused: they must skip the warm-ups as well.
+  const int n = 4, refusing = 2;
+  const std::size_t count = (1 << 16) + 7;
+  const std::vector<Seen> seen = first_auto_call(n, count, [](int r) { return r >= 2; }, refusing);
+  for (int r = 0; r < n; ++r) {
+    const Seen& mine = seen[static_cast<std::size_t>(r)];
+    EXPECT_EQ(mine.error, "") << "rank " << r;
+    EXPECT_EQ(mine.refused, r == refusing ? 1 : 0) << "rank " << r;
+    EXPECT_EQ(mine.native_calls, 1) << "rank " << r << ": no warm-up anywhere";
+    EXPECT_EQ(mine.result, std::vector<float>(count, sum_of_ranks(n))) << "rank " << r;
   }
 }
 
