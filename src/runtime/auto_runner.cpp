@@ -46,7 +46,7 @@ class PredictionCache {
     double at_infinity;  // exposed time when it is later than everything that can run without it
   };
   // Keyed by algorithm: a schedule for another straggler is a relabelling, with the same times.
-  // A late set (issue #23): by its size on one link class (relabelling again), by the set itself
+  // A late set: by its size on one link class (relabelling again), by the set itself
   // when the cost model has hosts (where the set sits changes the links it uses).
   const Curve& curve_of(const Choice& c) {
     const bool by_set = base_.cost->ranks_per_host > 0;
@@ -144,7 +144,7 @@ StragglerPolicy make_policy(const Env& config, int lag, bool start_with_native, 
   pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
   pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
   pc.start_with_native = start_with_native;
-  // Hosts, for hierarchical (issue #23): only what the cost model says (CostModel::ranks_per_host,
+  // Hosts, for hierarchical: only what the cost model says (CostModel::ranks_per_host,
   // the option); the runtime does not ask the launcher which ranks share a host.
   pc.ranks_per_host = base.cost->ranks_per_host;
   auto model = std::make_shared<PredictionCache>(base, nranks, bytes);
@@ -244,7 +244,7 @@ void AutoRunner::finish_exchange(AutoHost& host, double timeout_s) {
   if (config_.debug_trace && rank_ == 0)
     std::fprintf(stderr, "stragglar TRACE: %s n=%d auto (count=%zu %s): %s\n", api_, nranks_, count_, to_string(dtype_),
                  policy_.last_decision_trace().c_str());
-  // A late set just learned (issue #23): the plans of the candidates told it, now, outside the
+  // A late set just learned: the plans of the candidates told it, now, outside the
   // timed data phase (at most max_late_sets sets per configuration; a set seen before is kept).
   if (policy_.target_set().data() != known_set.data())
     for (Algorithm alg : policy_.config().candidates)

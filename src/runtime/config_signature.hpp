@@ -1,4 +1,4 @@
-// The signature of a configuration's first call (docs/runtime.md "The argument agreement"):
+// The signature of a configuration's first call (docs/runtime.md, "Arguments" in the rules):
 // what every rank must pass alike, whether its call could be prepared, and what the ranks
 // settle in the same agreement — encoded for one element-wise max over ranks (Engine::agree_max),
 // decoded, and turned into the error every rank raises when the ranks disagree.

@@ -463,11 +463,10 @@ void Session::call(const Config& cfg, const void* sendbuf, void* recvbuf, std::s
   }
 }
 
-// Issue #22 class 6, all or nothing: the executor reduces in the caller's buffer, so a call that
-// fails mid-way would leave some chunks partly reduced. In place, where the engine allows it
-// (session_keeps_copy), the call first copies the buffer and puts the copy back if it raises: the
-// caller's data is then as it was, or fully reduced, never a mix. One copy per call
-// (docs/reliability.md). Out of place the input is sendbuf, which is never written; recvbuf is
+// All or nothing (docs/reliability.md class 6): the executor reduces in the caller's buffer, so
+// a call that fails mid-way would leave some chunks partly reduced. In place, where the engine
+// allows it (session_keeps_copy), the call first copies the buffer and puts the copy back if it
+// raises: the caller's data is then as it was, or fully reduced, never a mix. One copy per call. Out of place the input is sendbuf, which is never written; recvbuf is
 // an output, undefined after an error (as in MPI), and costs no copy.
 void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf,
                   std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded) {
