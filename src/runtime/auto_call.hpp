@@ -17,12 +17,13 @@ namespace stragglar::detail {
 
 class Session;
 
-// The memory auto's warm-ups of native run on (AutoHost::warm_up_native) at a configuration's
-// first call. It is made with the configuration, before the argument agreement, so that the
-// agreement tells every rank whether every rank has it: then all warm up or none does (a rank
-// that skipped them would pair its next collectives with its peers' warm-ups). Freed after that
-// first call; after a failed warm-up it is left to the engine instead (a native that timed out
-// may still write it).
+// Memory of their own for auto's warm-ups of native (AutoHost::warm_up_native) at a
+// configuration's first call, where nothing else fits: in place without the session's kept copy
+// (the other calls warm up on their recvbuf or the kept copy). It is made with the
+// configuration, before the argument agreement, so that the agreement tells every rank whether
+// every rank has it: then all warm up or none does (a rank that skipped them would pair its
+// next collectives with its peers' warm-ups). Freed after that first call; after a failed
+// warm-up it is left to the engine instead (a native that timed out may still write it).
 class WarmUpMemory {
  public:
   WarmUpMemory() = default;
@@ -54,7 +55,8 @@ class AutoCall final : public AutoHost {
       : s_(s), sendbuf_(sendbuf), recvbuf_(recvbuf), count_(count), dtype_(dtype), op_(op), tag_(tag), trace_(trace) {}
   std::shared_ptr<const Plan> plan(const Choice& c, const Options& base, std::size_t count, DataType dtype) override;
   void run(const Choice& c, const Plan* plan) override;
-  // On the session's WarmUpMemory, when every rank has it (agreed); else on no rank.
+  // The measured call's shape, untimed, on memory the caller does not read afterwards; on no
+  // rank unless the configuration's agreement found every rank able to.
   void warm_up_native(int runs) override;
 
  private:

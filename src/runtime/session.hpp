@@ -1,7 +1,7 @@
-// The runtime core (docs/runtime.md): everything an
-// allreduce front-end would otherwise repeat, once. A front-end (MPI, NCCL, the PyTorch backend)
-// supplies an Engine (engine.hpp) — its Transport, its Device, a small agreement collective, its
-// native AllReduce and auto's timer — and calls Session::allreduce. The Session owns:
+// The runtime core (docs/runtime.md): everything an allreduce front-end would otherwise repeat,
+// once. A front-end (MPI, NCCL, the PyTorch backend) supplies an Engine (engine.hpp) — its
+// Transport, its Device, a small agreement collective, its native AllReduce and auto's timer —
+// and calls Session::allreduce. The Session owns:
 //
 //   validate → resolve (algorithm, straggler, K) → plan cache (synthesize → verify → compile)
 //   → scratch → agree across ranks (first call of each configuration: config_signature.hpp)
