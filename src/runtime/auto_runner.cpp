@@ -15,7 +15,11 @@
 namespace stragglar::detail {
 namespace {
 
-// Native's runs before the first measured one (AutoRunner::call).
+// Native's runs before the first measured one (AutoRunner::call). The first measured call is a
+// first-use sample, replaced by native's next measurement (straggler_policy.hpp
+// Sample::first_use), which must be warm: with Open MPI 4.1 the first three runs of auto's
+// native are slow (its temporaries; docs/runtime.md "First-call costs"), so that next one must be
+// at least the fourth.
 constexpr int kNativeWarmUps = 2;
 
 // auto's model: the simulator on the schedule a choice would run (the cached one), with the
@@ -42,7 +46,7 @@ class PredictionCache {
     double at_infinity;  // exposed time when it is later than everything that can run without it
   };
   // Keyed by algorithm: a schedule for another straggler is a relabelling, with the same times.
-  // A late set (issue #23): by its size on one link class (relabelling again), by the set itself
+  // A late set: by its size on one link class (relabelling again), by the set itself
   // when the cost model has hosts (where the set sits changes the links it uses).
   const Curve& curve_of(const Choice& c) {
     const bool by_set = base_.cost->ranks_per_host > 0;
@@ -127,20 +131,20 @@ namespace {
 
 // The policy of one configuration: the model (two simulations per algorithm, at its first use),
 // the period, and one call per exchange when an exchange is cheap beside a call.
-StragglerPolicy make_policy(int lag, bool start_with_native, bool shared_clock, int nranks, std::size_t bytes,
-                            const Options& base) {
+StragglerPolicy make_policy(const Env& config, int lag, bool start_with_native, bool shared_clock, int nranks,
+                            std::size_t bytes, const Options& base) {
   PolicyConfig pc;
   pc.shared_clock = shared_clock;
   pc.nranks = nranks;
   pc.bytes = bytes;
   // An exchange must be decided before the next one begins (at most one in flight).
-  pc.period = std::max(env().auto_period, lag);
-  pc.keep_evidence = env().debug_info;  // the switch evidence is text: only when it is printed
-  pc.keep_trace = env().debug_trace;
+  pc.period = std::max(config.auto_period, lag);
+  pc.keep_evidence = config.debug_info;  // the switch evidence is text: only when it is printed
+  pc.keep_trace = config.debug_trace;
   pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
   pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
   pc.start_with_native = start_with_native;
-  // Hosts, for hierarchical (issue #23): only what the cost model says (CostModel::ranks_per_host,
+  // Hosts, for hierarchical: only what the cost model says (CostModel::ranks_per_host,
   // the option); the runtime does not ask the launcher which ranks share a host.
   pc.ranks_per_host = base.cost->ranks_per_host;
   auto model = std::make_shared<PredictionCache>(base, nranks, bytes);
@@ -151,11 +155,11 @@ StragglerPolicy make_policy(int lag, bool start_with_native, bool shared_clock, 
 }
 }  // namespace
 
-AutoRunner::AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
-                       const Options& o, AutoHost& host, bool shared_clock)
-    : timer_(engine.make_timer()), api_(api), rank_(rank), nranks_(nranks),
+AutoRunner::AutoRunner(Engine& engine, const Env& config, const char* api, int rank, int nranks, std::size_t count,
+                       DataType dtype, const Options& o, AutoHost& host, bool shared_clock)
+    : timer_(engine.make_timer()), config_(config), api_(api), rank_(rank), nranks_(nranks),
       options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
-      policy_(make_policy(timer_->measurement_lag(), engine.auto_starts_with_native(),
+      policy_(make_policy(config, timer_->measurement_lag(), engine.auto_starts_with_native(),
                           shared_clock && timer_->entries_on_host_clock(), nranks, count * size_of(dtype), options_)) {
   const std::vector<Algorithm>& candidates = policy_.config().candidates;
   may_run_native_ = std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end();
@@ -205,8 +209,9 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s) {
   const Choice c = policy_.begin_call();
   const Plan* plan = plan_for(host, c);
   // The first call measures native (docs/auto.md "The first calls"); its first runs are cold
-  // (Open MPI 4.1: the first two, a temporary of the message's size freed after each call that
-  // only the third reuses), so they run here, before the timer, on a copy of the input.
+  // (Open MPI 4.1: the first three, its temporaries), so two run here, before the timer, on
+  // memory the caller does not read (AutoHost::warm_up_native): native's next measurement, the
+  // one that counts, is then its fourth run.
   if (first_call && c.algorithm == Algorithm::native) host.warm_up_native(kNativeWarmUps);
   timer.time_begin();
   host.run(c, plan);
@@ -233,13 +238,13 @@ void AutoRunner::finish_exchange(AutoHost& host, double timeout_s) {
   timer_->exchange_end(exchange_, timeout_s);
   in_flight_ = false;
   const std::span<const int> known_set = policy_.target_set();
-  if (policy_.decide(exchange_) && env().debug_info && rank_ == 0)
+  if (policy_.decide(exchange_) && config_.debug_info && rank_ == 0)
     std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, count_,
                  to_string(dtype_), to_string(policy_.incumbent()).c_str(), policy_.last_switch_evidence().c_str());
-  if (env().debug_trace && rank_ == 0)
+  if (config_.debug_trace && rank_ == 0)
     std::fprintf(stderr, "stragglar TRACE: %s n=%d auto (count=%zu %s): %s\n", api_, nranks_, count_, to_string(dtype_),
                  policy_.last_decision_trace().c_str());
-  // A late set just learned (issue #23): the plans of the candidates told it, now, outside the
+  // A late set just learned: the plans of the candidates told it, now, outside the
   // timed data phase (at most max_late_sets sets per configuration; a set seen before is kept).
   if (policy_.target_set().data() != known_set.data())
     for (Algorithm alg : policy_.config().candidates)

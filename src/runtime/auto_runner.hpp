@@ -1,4 +1,4 @@
-// algorithm = auto in the runtime core (issue #12, issue 20; docs/auto.md "In the runtime core"):
+// algorithm = auto in the runtime core (docs/auto.md "In the runtime core"):
 // one AutoRunner per auto configuration (count, dtype, op) drives the straggler policy — it times
 // every call through its own CallTimer from the engine (call_timer.hpp), runs the exchange, feeds the
 // decisions back — while the session keeps validation, agreement, plans, scratch and the data
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/call_timer.hpp"
+#include "runtime/env.hpp"
 #include "runtime/straggler_policy.hpp"
 #include "stragglar/options.hpp"
 #include "stragglar/plan.hpp"
@@ -49,13 +50,14 @@ class AutoHost {
 
 class AutoRunner {
  public:
-  // `o`: the configuration's options with auto's cost model (with_auto_cost). `shared_clock`:
+  // `config`: STRAGGLAR_* (the exchange period, what to print), the session's, alive as long as
+  // the runner. `o`: the configuration's options with auto's cost model (with_auto_cost). `shared_clock`:
   // every rank reads one monotonic clock (Engine::clock_id), so where the engine's timer reads it
   // too, the policy gets each call's exact exposed time (PolicyConfig::shared_clock).
   // Builds every plan auto may run now (through host.plan), sizes the timer's exchange and the
   // engine's native buffers: later calls allocate nothing.
-  AutoRunner(Engine& engine, const char* api, int rank, int nranks, std::size_t count, DataType dtype,
-             const Options& o, AutoHost& host, bool shared_clock = false);
+  AutoRunner(Engine& engine, const Env& config, const char* api, int rank, int nranks, std::size_t count,
+             DataType dtype, const Options& o, AutoHost& host, bool shared_clock = false);
   // One call: the policy's choice, run through host.run, timed, exchanged and decided when due
   // (an exchange the timer ends at the next call: decided at the start of this configuration's
   // next call, before it picks). Returns what ran. Every rank makes the same calls at the same
@@ -73,6 +75,7 @@ class AutoRunner {
 
   // This configuration's own (Engine::make_timer): its lagged times and exchanges are its alone.
   std::unique_ptr<CallTimer> timer_;
+  const Env& config_;
   const char* api_;
   int rank_, nranks_;
   Options options_;  // pipeline and cost for the candidates' schedules

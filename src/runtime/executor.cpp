@@ -1,4 +1,4 @@
-// The generic executor (DESIGN.md "Plan and executor"): one code path for every schedule.
+// The generic executor (docs/runtime.md "Executor"): one code path for every schedule.
 //
 // A round, seen from this rank (at most one send and one receive in the single-port model):
 //

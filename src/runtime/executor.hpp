@@ -1,4 +1,4 @@
-// Executor: runs one rank's Plan over a Transport and a Device (DESIGN.md "Plan and executor").
+// Executor: runs one rank's Plan over a Transport and a Device (docs/runtime.md "Executor").
 //
 // Per round: post every receive (into scratch when the data is to be reduced, or into the
 // buffer for a plain copy), post every send, wait (Transport::exchange), then reduce/copy

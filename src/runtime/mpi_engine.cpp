@@ -137,14 +137,16 @@ void MpiEngine::reserve_native(std::size_t bytes, bool keeps_buffer) {
   // transport_allreduce needs its staging (every rank's contribution up to 16 ranks, else the
   // running partial and a receive: transport_allreduce.hpp); a larger message needs
   // its result's (bounded_native) when the caller's buffer is kept, else it runs on the caller's.
+  if (bytes > kTransportNativeMaxBytes) iallreduce_algorithm_.prepare();  // once per process: not in a call
   if (bytes > kTransportNativeMaxBytes && !keeps_buffer) return;
   const std::size_t want =
       bytes > kTransportNativeMaxBytes ? bytes : transport_allreduce_staging_bytes(transport_.nranks(), bytes);
   if (native_stage_bytes_ >= want) return;
   // Never shrinks (the staging of the largest message so far).
   native_stage_ = std::make_unique_for_overwrite<std::byte[]>(want);
-  // Its pages faulted in now, when the configuration is made, not in its first call (cpu_device.cpp).
-  for (std::size_t off = 0; off < want; off += 4096) static_cast<volatile std::byte*>(native_stage_.get())[off] = std::byte{0};
+  // Its pages faulted in now, when the configuration is made, not in its first call (cpu_device.hpp).
+  advise_huge_pages(native_stage_.get(), want);
+  touch_pages(native_stage_.get(), want);
   native_stage_bytes_ = want;
 }
 

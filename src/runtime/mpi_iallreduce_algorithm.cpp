@@ -31,36 +31,50 @@ int find_control_variable(const char* name) {
   return -1;
 }
 
-}  // namespace
+// The variable's handle, or none where it cannot be used safely.
+struct ToolVariable {
+  bool active = false;
+  MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+};
 
-IallreduceAlgorithmChoice::IallreduceAlgorithmChoice() {
+ToolVariable find_tool_variable() {
+  ToolVariable v;
   int thread_level = MPI_THREAD_SINGLE;
   // Write, call, restore are three MPI calls: no other thread may call MPI between them (under
   // SERIALIZED or MULTIPLE another thread's MPI_Iallreduce could see our setting).
-  if (MPI_Query_thread(&thread_level) != MPI_SUCCESS || thread_level > MPI_THREAD_FUNNELED) return;
+  if (MPI_Query_thread(&thread_level) != MPI_SUCCESS || thread_level > MPI_THREAD_FUNNELED) return v;
   int provided = 0;
-  if (MPI_T_init_thread(thread_level, &provided) != MPI_SUCCESS) return;
-  tool_initialised_ = true;
+  if (MPI_T_init_thread(thread_level, &provided) != MPI_SUCCESS) return v;
+  // Never MPI_T_finalize'd: the handle serves every communicator until the process ends.
   const int index = find_control_variable(kVariable);
   int elements = 0;
-  if (index < 0 || MPI_T_cvar_handle_alloc(index, nullptr, &handle_, &elements) != MPI_SUCCESS || elements != 1) return;
-  active_ = true;
+  if (index < 0 || MPI_T_cvar_handle_alloc(index, nullptr, &v.handle, &elements) != MPI_SUCCESS || elements != 1)
+    return v;
+  v.active = true;
+  return v;
 }
 
-IallreduceAlgorithmChoice::~IallreduceAlgorithmChoice() {
-  if (handle_ != MPI_T_CVAR_HANDLE_NULL) MPI_T_cvar_handle_free(&handle_);
-  if (tool_initialised_) MPI_T_finalize();
+const ToolVariable& tool_variable() {
+  static const ToolVariable v = find_tool_variable();  // once per process (thread-safe)
+  return v;
 }
+
+}  // namespace
+
+void IallreduceAlgorithmChoice::prepare() { (void)tool_variable(); }
+
+bool IallreduceAlgorithmChoice::active() { return tool_variable().active; }
 
 int IallreduceAlgorithmChoice::post(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                                     MPI_Comm comm, MPI_Request* request) {
+  const ToolVariable& v = tool_variable();
   int application_value = 0;
-  const bool chosen = active_ && MPI_T_cvar_read(handle_, &application_value) == MPI_SUCCESS &&
-                      MPI_T_cvar_write(handle_, &kRabenseifner) == MPI_SUCCESS;
+  const bool chosen = v.active && MPI_T_cvar_read(v.handle, &application_value) == MPI_SUCCESS &&
+                      MPI_T_cvar_write(v.handle, &kRabenseifner) == MPI_SUCCESS;
   // The schedule is built inside the call: restoring right after it leaves the variable as the
   // application set it for everything else.
   const int rc = MPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
-  if (chosen) MPI_T_cvar_write(handle_, &application_value);
+  if (chosen) MPI_T_cvar_write(v.handle, &application_value);
   return rc;
 }
 

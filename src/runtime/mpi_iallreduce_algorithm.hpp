@@ -23,10 +23,12 @@ namespace stragglar::detail {
 
 class IallreduceAlgorithmChoice {
  public:
-  IallreduceAlgorithmChoice();   // finds the variable (MPI must be initialised)
-  ~IallreduceAlgorithmChoice();  // frees the handle and the tool interface's reference
-  IallreduceAlgorithmChoice(const IallreduceAlgorithmChoice&) = delete;
-  IallreduceAlgorithmChoice& operator=(const IallreduceAlgorithmChoice&) = delete;
+  // Finds the variable, once per process (MPI must be initialised): the tool interface's
+  // initialisation costs ~0.2 s in Open MPI 4.1 (it registers every component's variables), so
+  // it is made when auto first needs it (an auto configuration above the transport's small
+  // native), never at a communicator's set-up or for the user's `native`. The handle lives as
+  // long as the process.
+  void prepare();
 
   // MPI_Iallreduce(sendbuf, recvbuf, ...) (sendbuf may be MPI_IN_PLACE) with Rabenseifner's
   // algorithm where it can be chosen (libnbc runs it when count is at least the largest power of
@@ -35,12 +37,7 @@ class IallreduceAlgorithmChoice {
   int post(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
            MPI_Request* request);
 
-  bool active() const noexcept { return active_; }
-
- private:
-  bool tool_initialised_ = false;
-  bool active_ = false;
-  MPI_T_cvar_handle handle_ = MPI_T_CVAR_HANDLE_NULL;
+  bool active();
 };
 
 }  // namespace stragglar::detail

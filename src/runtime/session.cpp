@@ -2,51 +2,19 @@
 #include "runtime/session.hpp"
 
 #include <algorithm>
-#include <array>
 #include <climits>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <cstdio>
-#include <functional>
 #include <memory>
 #include <new>
 #include <string>
 
 #include "plan/plan_cache.hpp"
-#include "runtime/env.hpp"
 #include "runtime/hosts.hpp"
 #include "runtime/late_set.hpp"
-#include "stragglar/simulate.hpp"
-#include "stragglar/verify.hpp"
 
 namespace stragglar::detail {
 namespace {
-
-// ---- the agreement signature ----------------------------------------------------------------
-// One element-wise max over ranks of (v, -v) gives every rank the max and min of each field.
-enum Field { kOk, kAlgorithm, kStraggler, kPipeline, kResolvedK, kCount, kDtype, kOp, kPhases, kCost, kStragglers, kFields };
-constexpr std::array<const char*, kFields> kFieldNames = {
-    "ok",    "algorithm", "straggler", "pipeline", "pipeline (resolved K)", "count", "dtype", "op",
-    "phases", "cost model (auto decides from it: pass the same Options::cost / STRAGGLAR_* model)",
-    "stragglers (a fingerprint of the set)"};
-constexpr std::size_t kFailingRank = 2 * kFields;  // max of -rank: the lowest rank that failed
-constexpr std::size_t kTag = kFailingRank + 1;     // max of every rank's next free tag
-constexpr std::size_t kSignatureSize = kTag + 1;
-
-// A signature value as the user wrote it ("ring", "float", "sum", "auto").
-std::string field_value(int field, std::int64_t v) {
-  const bool small = v >= 0 && v < 1000;
-  if (field == kAlgorithm && small) {
-    const char* name = to_string(static_cast<Algorithm>(v));
-    if (name[0] != '?') return name;
-  }
-  if (field == kDtype && small && v <= static_cast<int>(DataType::int64)) return to_string(static_cast<DataType>(v));
-  if (field == kOp && small && v <= static_cast<int>(ReduceOp::avg)) return to_string(static_cast<ReduceOp>(v));
-  if (field == kPipeline && v == kPipelineAuto) return "auto";
-  if (field == kPhases && small && v <= 2) return v == 0 ? "all" : v == 1 ? "no_wait_only" : "waiting_only";
-  return std::to_string(v);
-}
 
 bool valid(DataType t) {
   switch (t) {
@@ -75,17 +43,6 @@ const char* buffer_problem(const void* sendbuf, const void* recvbuf, std::size_t
   return "sendbuf and recvbuf overlap partially, expected the same pointer (in place) or disjoint buffers";
 }
 
-// The cost model's bits, folded: auto's predictions must be the same on every rank.
-std::int64_t cost_fingerprint(const CostModel& c) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (double d : {c.alpha_s, c.beta_s_per_byte, c.gamma_s_per_byte}) {
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, &d, sizeof bits);
-    h = (h ^ bits) * 1099511628211ull;
-  }
-  return static_cast<std::int64_t>(h >> 1);
-}
-
 // Scratch grows geometrically: a job whose sizes keep growing reallocates O(log) times, not at
 // every new size (which fragments the heap).
 std::size_t grown_size(std::size_t current, std::size_t need) {
@@ -93,60 +50,6 @@ std::size_t grown_size(std::size_t current, std::size_t need) {
 }
 
 }  // namespace
-
-// ---- algorithm = auto: the session's side (auto_runner.hpp runs the policy) ----------------------
-// One per call (and one at a configuration's creation, which only builds plans): the plans come
-// from the plan cache with the session's scratch sized for them; a call runs on this call's
-// buffers with the configuration's tag, native in its bounded form. Lives on the stack: no
-// allocation per call.
-class Session::AutoCall final : public AutoHost {
- public:
-  AutoCall(Session& s, const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op, int tag = 0)
-      : s_(s), sendbuf_(sendbuf), recvbuf_(recvbuf), count_(count), dtype_(dtype), op_(op), tag_(tag) {}
-  std::shared_ptr<const Plan> plan(const Choice& c, const Options& base, std::size_t count, DataType dtype) override {
-    const AlgorithmInfo& info = algorithm_info(c.algorithm);
-    if (info.kind != AlgorithmKind::schedule) return nullptr;
-    Options x = base;
-    x.algorithm = c.algorithm;
-    x.straggler = c.straggler;
-    x.stragglers.assign(c.late.begin(), c.late.end());  // stragglar-k / hierarchical: the learned set
-    const std::size_t bytes = count * size_of(dtype);
-    const ScheduleKey key{c.algorithm, s_.nranks_, info.uses_straggler && c.late.empty() ? c.straggler : -1,
-                          resolve_pipeline(x, s_.nranks_, bytes), x.stragglers};
-    std::shared_ptr<const Plan> plan = cached_plan(key, s_.rank_, env().verify);
-    s_.ensure_scratch(Executor::scratch_bytes(*plan, count, dtype));
-    return plan;
-  }
-  void run(const Choice& c, const Plan* plan) override {
-    s_.run(c.algorithm, plan, tag_, sendbuf_, recvbuf_, count_, dtype_, op_, PhaseSelection::all, /*bounded=*/true);
-  }
-  void warm_up_native(int runs) override {
-    if (s_.nranks_ < 2 || count_ == 0 || runs <= 0) return;
-    const std::size_t bytes = count_ * size_of(dtype_);
-    Device& device = s_.engine_.device();
-    void* raw = nullptr;
-    try {
-      raw = device.allocate(bytes);
-    } catch (const Error&) {
-      return;  // no memory to spare (a GPU near full): native's first measurement is then cold
-    }
-    const std::unique_ptr<void, std::function<void(void*)>> memory(raw, [&device](void* p) { device.deallocate(p); });
-    for (int i = 0; i < runs; ++i) {
-      device.copy(memory.get(), sendbuf_, bytes);  // the caller's values: no overflow of its own
-      s_.engine_.native_allreduce(memory.get(), memory.get(), count_, dtype_, op_,
-                                  Engine::NativeBound{s_.timeout_s_, tag_}, /*keep_buffer=*/false);
-    }
-  }
-
- private:
-  Session& s_;
-  const void* sendbuf_;
-  void* recvbuf_;
-  std::size_t count_;
-  DataType dtype_;
-  ReduceOp op_;
-  int tag_;
-};
 
 std::size_t Session::KeyHash::operator()(const Key& k) const noexcept {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
@@ -159,9 +62,10 @@ std::size_t Session::KeyHash::operator()(const Key& k) const noexcept {
   return static_cast<std::size_t>(h);
 }
 
+// The configuration is read once, here (env() raises for a malformed STRAGGLAR_* variable).
 Session::Session(Engine& engine, const char* api, const char* after_failure)
-    : engine_(engine), api_(api), after_failure_(after_failure), rank_(engine.transport().rank()), nranks_(engine.transport().nranks()),
-      executor_(engine.transport(), engine.device()), timeout_s_(env().timeout_s) {
+    : engine_(engine), api_(api), after_failure_(after_failure), config_(env()), rank_(engine.transport().rank()),
+      nranks_(engine.transport().nranks()), executor_(engine.transport(), engine.device()), timeout_s_(config_.timeout_s) {
   configs_.reserve(16);
   engine_.transport().set_timeout(timeout_s_);  // the session's timeout from the first call on
 }
@@ -260,7 +164,7 @@ void Session::prepare_auto_in_place(const AutoRunner& automatic, std::size_t byt
 }
 
 bool Session::keeps_buffers() const {
-  return env().keep_buffers && caller_sees_buffers_ && nranks_ > 1 &&
+  return config_.keep_buffers && caller_sees_buffers_ && nranks_ > 1 &&
          engine_.buffers_on_error() != Engine::BuffersOnError::undefined;
 }
 
@@ -295,7 +199,7 @@ void Session::discover_hosts() {
   const std::span<const std::int64_t> host(ids.data(), n), clock(ids.data() + n, n);
   ranks_per_host_ = host_major_ranks_per_host(host);
   shared_clock_ = clock[0] >= 0 && std::all_of(clock.begin(), clock.end(), [&](std::int64_t c) { return c == clock[0]; });
-  if (env().debug_info && rank_ == 0)
+  if (config_.debug_info && rank_ == 0)
     std::fprintf(stderr, "stragglar INFO: %s n=%d: %s\n", api_, nranks_,
                  ranks_per_host_ ? ("hosts: " + std::to_string(nranks_ / ranks_per_host_) + " of " +
                                     std::to_string(ranks_per_host_) + " ranks each, host-major (auto's hierarchical candidate)")
@@ -303,103 +207,162 @@ void Session::discover_hosts() {
                                  : "hosts: one, or not host-major with equal sizes (auto without hierarchical)");
 }
 
-// The first call of a configuration: everything is checked and built locally, errors included
-// are carried into one agreement, so every rank fails together or goes on together.
+// ---- a configuration's first call ----------------------------------------------------------------
+
 const Session::Config& Session::first_call(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
-                                           DataType dtype, ReduceOp op, const Options& o,
-                                           PhaseSelection phases) {
-  if (!hosts_known_) discover_hosts();
+                                           DataType dtype, ReduceOp op, const Options& o, PhaseSelection phases,
+                                           FirstCallTrace& trace) {
+  if (!hosts_known_) {
+    discover_hosts();
+    trace.mark("hosts");
+  }
   Config cfg;
-  std::optional<Error> local;
-  std::int64_t resolved_k = 0, cost = 0;
+  ConfigSignature signature;
+  signature[SignatureField::algorithm] = key.algorithm;
+  signature[SignatureField::straggler] = key.straggler;
+  signature[SignatureField::pipeline] = key.pipeline;
+  signature[SignatureField::count] = static_cast<std::int64_t>(key.count);
+  signature[SignatureField::dtype] = key.dtype;
+  signature[SignatureField::op] = key.op;
+  signature[SignatureField::phases] = key.phases;
+  signature[SignatureField::stragglers] = static_cast<std::int64_t>(key.stragglers >> 2);  // -v must not overflow
+  const std::optional<Error> local =
+      prepare(key, sendbuf, recvbuf, count, dtype, op, o, phases, cfg, signature, trace);
+  signature[SignatureField::ok] = local ? 0 : 1;
+  // What this rank holds for auto's warm-ups of native (set_up_auto): their memory, or none needed.
+  const bool warm_up_memory = !warm_up_wanted(cfg, sendbuf == recvbuf && phases == PhaseSelection::all) ||
+                              warm_up_.get() != nullptr;
+  const AgreedSignature agreed = agree_signature(signature, local, warm_up_memory);
+  trace.mark("agreement");
+  // Every rank warms native up, or none does (AutoCall::warm_up_native): whatever memory its
+  // warm-ups would use, a rank skips them when a peer has none.
+  warm_ups_agreed_ = agreed.warm_up_memory;
+  if (!warm_ups_agreed_) warm_up_.release();
+  cfg.tag = take_tag(agreed.tag);
+  log_new_configuration(cfg, o, count, dtype, op, signature[SignatureField::resolved_k]);
+  return configs_.emplace(key, std::move(cfg)).first->second;
+}
+
+std::optional<Error> Session::prepare(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
+                                      DataType dtype, ReduceOp op, const Options& o, PhaseSelection phases,
+                                      Config& cfg, ConfigSignature& signature, FirstCallTrace& trace) {
   try {
     validate(sendbuf, recvbuf, count, dtype, op, o, phases);
-    const AlgorithmInfo& info = algorithm_info(o.algorithm);
-    cfg.algorithm = o.algorithm;
-    cfg.straggler = info.uses_straggler ? key.straggler : -1;
-    cfg.stragglers = o.stragglers;
-    std::sort(cfg.stragglers.begin(), cfg.stragglers.end());
-    std::vector<int> late = late_set_of(o, nranks_, api_);  // issue #23: several late ranks
-    if (late.size() == 1 && info.uses_straggler) cfg.straggler = late.front();
-    if (late.size() == 1) late.clear();
-    if (!late.empty()) cfg.straggler = -1;
-    const std::size_t bytes = count * size_of(dtype);
-    resolved_k = resolve_pipeline(o, nranks_, bytes);
-    if (info.kind == AlgorithmKind::schedule && nranks_ > 1 && count > 0) {
-      const ScheduleKey sk{o.algorithm, nranks_, cfg.straggler, static_cast<int>(resolved_k), late};
-      cfg.plan = cached_plan(sk, rank_, env().verify);
-      ensure_scratch(Executor::scratch_bytes(*cfg.plan, count, dtype));
+    const std::vector<int> late = resolve_late_set(key, o, cfg);
+    const int resolved_k = resolve_pipeline(o, nranks_, count * size_of(dtype));
+    signature[SignatureField::resolved_k] = resolved_k;
+    trace.mark("validation, late set");
+    build_plan(o, late, resolved_k, count, dtype, cfg);
+    trace.mark("plan");
+    const bool in_place_whole = sendbuf == recvbuf && phases == PhaseSelection::all;
+    if (algorithm_info(o.algorithm).kind == AlgorithmKind::automatic) {
+      signature[SignatureField::cost] = set_up_auto(o, in_place_whole, count, dtype, op, cfg, trace);
     }
-    if (info.kind == AlgorithmKind::automatic) {
-      // auto's cost model: the user's, else this engine's default (auto_cost_model.hpp).
-      const Options ao = with_auto_cost(o, engine_, ranks_per_host_);
-      cost = cost_fingerprint(*ao.cost);
-      if (nranks_ > 1 && count > 0) {
-        // What auto's bounded native needs, made now, outside the timed calls (with the staging
-        // of a kept buffer when the first call is in place: a configuration first called out of
-        // place makes it at its first in-place call, prepare_auto_in_place).
-        const bool native_keeps = sendbuf == recvbuf && phases == PhaseSelection::all && keeps_buffers();
-        if (auto_runs_native(ao, nranks_, bytes)) {
-          cfg.auto_native = true;
-          cfg.algorithm = Algorithm::native;
-          engine_.reserve(/*native_bytes=*/bytes, native_keeps, /*agreement_values=*/0);
-        } else {
-          AutoCall host(*this, nullptr, nullptr, 0, dtype, op);
-          cfg.automatic = std::make_shared<AutoRunner>(engine_, api_, rank_, nranks_, count, dtype, ao, host,
-                                                         shared_clock_);
-          if (native_keeps)
-            prepare_auto_in_place(*cfg.automatic, bytes);
-          else if (cfg.automatic->may_run_native())
-            engine_.reserve(/*native_bytes=*/bytes, /*native_keeps_buffer=*/false, /*agreement_values=*/0);
-        }
+    make_kept_copy(cfg, in_place_whole, count, dtype);
+    trace.mark("kept copy");
+    return std::nullopt;
+  } catch (const Error& e) {
+    return e;
+  } catch (const std::bad_alloc&) {
+    return Error(ErrorCode::SystemError, std::string(api_) + ": out of memory while preparing this call");
+  } catch (const std::exception& e) {
+    return Error(ErrorCode::Internal, std::string(api_) + ": " + e.what());
+  }
+}
+
+std::vector<int> Session::resolve_late_set(const Key& key, const Options& o, Config& cfg) const {
+  const AlgorithmInfo& info = algorithm_info(o.algorithm);
+  cfg.algorithm = o.algorithm;
+  cfg.straggler = info.uses_straggler ? key.straggler : -1;
+  cfg.stragglers = o.stragglers;
+  std::sort(cfg.stragglers.begin(), cfg.stragglers.end());
+  std::vector<int> late = late_set_of(o, nranks_, api_);  // several late ranks: stragglar-k, hierarchical
+  if (late.size() == 1 && info.uses_straggler) cfg.straggler = late.front();
+  if (late.size() == 1) late.clear();
+  if (!late.empty()) cfg.straggler = -1;
+  return late;
+}
+
+void Session::build_plan(const Options& o, const std::vector<int>& late, int resolved_k, std::size_t count,
+                         DataType dtype, Config& cfg) {
+  if (algorithm_info(o.algorithm).kind != AlgorithmKind::schedule || nranks_ < 2 || count == 0) return;
+  const ScheduleKey sk{o.algorithm, nranks_, cfg.straggler, resolved_k, late};
+  cfg.plan = cached_plan(sk, rank_, config_.verify);
+  ensure_scratch(Executor::scratch_bytes(*cfg.plan, count, dtype));
+}
+
+std::int64_t Session::set_up_auto(const Options& o, bool in_place_whole, std::size_t count, DataType dtype,
+                                  ReduceOp op, Config& cfg, FirstCallTrace& trace) {
+  // auto's cost model: the user's, else this engine's default (auto_cost_model.hpp).
+  const Options ao = with_auto_cost(o, engine_, ranks_per_host_);
+  if (nranks_ > 1 && count > 0) {
+    // What auto's bounded native needs, made now, outside the timed calls (with the staging of
+    // a kept buffer when the first call is in place: a configuration first called out of place
+    // makes it at its first in-place call, prepare_auto_in_place).
+    const std::size_t bytes = count * size_of(dtype);
+    const bool native_keeps = in_place_whole && keeps_buffers();
+    if (auto_runs_native(ao, nranks_, bytes)) {
+      cfg.auto_native = true;
+      cfg.algorithm = Algorithm::native;
+      engine_.reserve(/*native_bytes=*/bytes, native_keeps, /*agreement_values=*/0);
+    } else {
+      AutoCall host(*this, nullptr, nullptr, 0, dtype, op);
+      cfg.automatic =
+          std::make_shared<AutoRunner>(engine_, config_, api_, rank_, nranks_, count, dtype, ao, host, shared_clock_);
+      trace.mark("auto's policy and plans");
+      if (native_keeps)
+        prepare_auto_in_place(*cfg.automatic, bytes);
+      else if (cfg.automatic->may_run_native())
+        engine_.reserve(/*native_bytes=*/bytes, /*native_keeps_buffer=*/false, /*agreement_values=*/0);
+      trace.mark("auto's native memory");
+      // Its first call measures native after warm-ups (AutoRunner::call), on memory the caller
+      // does not read (AutoCall::warm_up_native). Only a call in place without the session's
+      // kept copy needs memory of its own: made now, so that the agreement can tell whether
+      // every rank has it.
+      if (warm_up_wanted(cfg, in_place_whole)) {
+        (void)warm_up_.allocate(engine_.device(), bytes);
+        trace.mark("auto's warm-up memory");
       }
     }
-    // The copy its calls in place keep (run), made with the configuration, outside the timed calls
-    // (a configuration first called out of place and later in place makes it at that call).
-    if (count > 0 && sendbuf == recvbuf && phases == PhaseSelection::all &&
-        session_keeps_copy(cfg.algorithm == Algorithm::native))
-      ensure_kept(bytes);
-  } catch (const Error& e) {
-    local = e;
-  } catch (const std::bad_alloc&) {
-    local = Error(ErrorCode::SystemError, std::string(api_) + ": out of memory while preparing this call");
-  } catch (const std::exception& e) {
-    local = Error(ErrorCode::Internal, std::string(api_) + ": " + e.what());
   }
+  return cost_fingerprint(*ao.cost);
+}
 
-  std::array<std::int64_t, kFields> sig = {local ? 0 : 1,
-                                           key.algorithm,
-                                           key.straggler,
-                                           key.pipeline,
-                                           resolved_k,
-                                           static_cast<std::int64_t>(key.count),
-                                           key.dtype,
-                                           key.op,
-                                           key.phases,
-                                           cost,
-                                           static_cast<std::int64_t>(key.stragglers >> 2)};  // >> 2: -v must not overflow
-  std::array<std::int64_t, kSignatureSize> v{};
-  for (std::size_t i = 0; i < kFields; ++i) {
-    v[i] = sig[i];
-    v[kFields + i] = -sig[i];
-  }
-  v[kFailingRank] = local ? -static_cast<std::int64_t>(rank_) : -std::int64_t{INT_MAX};
-  v[kTag] = next_tag_;
-  agree_or_break(v, "the argument check of a new configuration");
+bool Session::warm_up_wanted(const Config& cfg, bool in_place_whole) const {
+  return cfg.automatic && cfg.automatic->may_run_native() && in_place_whole && !session_keeps_copy(/*native=*/false);
+}
+
+void Session::abandon_kept() noexcept {
+  kept_ = nullptr;
+  kept_size_ = 0;
+}
+
+void Session::make_kept_copy(const Config& cfg, bool in_place_whole, std::size_t count, DataType dtype) {
+  // (A configuration first called out of place and later in place makes it at that call.)
+  if (count > 0 && in_place_whole && session_keeps_copy(cfg.algorithm == Algorithm::native))
+    ensure_kept(count * size_of(dtype));
+}
+
+AgreedSignature Session::agree_signature(const ConfigSignature& signature, const std::optional<Error>& local,
+                                         bool warm_up_memory) {
+  SignatureExtras extras;
+  extras.rank = rank_;
+  extras.failed = local.has_value();
+  extras.next_tag = next_tag_;
+  extras.warm_up_memory = warm_up_memory;
+  SignatureValues values = encode_signature(signature, extras);
+  agree_or_break(values, "the argument check of a new configuration");
+  const AgreedSignature agreed = decode_signature(values);
   if (local) throw *local;
-  if (-v[kFields + kOk] == 0)
-    throw Error(ErrorCode::RemoteError, std::string(api_) + ": rank " + std::to_string(-v[kFailingRank]) +
+  if (!agreed.every_rank_ok)
+    throw Error(ErrorCode::RemoteError, std::string(api_) + ": rank " + std::to_string(agreed.failing_rank) +
                                             " rejected its arguments for this call (see its error); no data was moved");
-  for (int i = kAlgorithm; i < kFields; ++i) {
-    const std::int64_t hi = v[i], lo = -v[kFields + i];
-    if (hi != lo)
-      throw Error(ErrorCode::Mismatch,
-                  std::string(api_) + ": ranks disagree on " + kFieldNames[i] + ": values range from " +
-                      field_value(i, lo) + " to " + field_value(i, hi) + " (rank " + std::to_string(rank_) +
-                      " passed " + field_value(i, sig[i]) + "); every rank must pass the same arguments");
-  }
+  if (agreed.mismatch) throw Error(ErrorCode::Mismatch, signature_mismatch_text(api_, agreed, signature, rank_));
+  return agreed;
+}
+
+int Session::take_tag(std::int64_t tag) {
   // Unique per communicator by construction: every rank takes the same, never used, tag.
-  const std::int64_t tag = v[kTag];
   const int max_tag = engine_.transport().max_tag();
   if (tag > max_tag) {
     const Error e(ErrorCode::InvalidUsage, std::string(api_) + ": more than " + std::to_string(max_tag) +
@@ -407,15 +370,20 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
     mark_broken(e);
     throw e;
   }
-  cfg.tag = static_cast<int>(tag);
-  next_tag_ = cfg.tag + 1;
-  if (env().debug_info && rank_ == 0 && (cfg.plan || cfg.automatic))
-    std::fprintf(stderr, "stragglar INFO: %s n=%d: new configuration %s count=%zu %s %s K=%lld tag=%d%s\n", api_,
-                 nranks_, to_string(o.algorithm), count, to_string(dtype), to_string(op),
-                 static_cast<long long>(resolved_k), cfg.tag,
-                 cfg.automatic ? (" (auto starts with " + to_string(cfg.automatic->policy().current()) + ")").c_str() : "");
-  return configs_.emplace(key, std::move(cfg)).first->second;
+  next_tag_ = static_cast<int>(tag) + 1;
+  return static_cast<int>(tag);
 }
+
+void Session::log_new_configuration(const Config& cfg, const Options& o, std::size_t count, DataType dtype,
+                                    ReduceOp op, std::int64_t resolved_k) const {
+  if (!config_.debug_info || rank_ != 0 || !(cfg.plan || cfg.automatic)) return;
+  std::fprintf(stderr, "stragglar INFO: %s n=%d: new configuration %s count=%zu %s %s K=%lld tag=%d%s\n", api_,
+               nranks_, to_string(o.algorithm), count, to_string(dtype), to_string(op),
+               static_cast<long long>(resolved_k), cfg.tag,
+               cfg.automatic ? (" (auto starts with " + to_string(cfg.automatic->policy().current()) + ")").c_str() : "");
+}
+
+// ---- every call ------------------------------------------------------------------------------------
 
 void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                         const Options& o, PhaseSelection phases) {
@@ -423,31 +391,55 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
   const Key key{static_cast<int>(o.algorithm), o.straggler < 0 ? nranks_ - 1 : o.straggler, o.pipeline, count,
                 static_cast<int>(dtype), static_cast<int>(op), static_cast<int>(phases),
                 late_set_fingerprint(o.stragglers)};
-  auto it = configs_.find(key);
-  if (it != configs_.end() && !o.stragglers.empty()) {  // a fingerprint is not the set: compare, allocation-free
-    const std::vector<int>& known = it->second.stragglers;
+  const auto it = configs_.find(key);
+  if (it != configs_.end()) {
+    check_known_call(it->second, o, sendbuf, recvbuf, count, dtype);
+    call(it->second, sendbuf, recvbuf, count, dtype, op, phases, nullptr);
+    return;
+  }
+  FirstCallTrace trace(config_.debug_trace && rank_ == 0);
+  struct EndWarmUps {  // the warm-ups' memory and agreement last until the end of this first call
+    Session& s;
+    ~EndWarmUps() {
+      s.warm_up_.release();
+      s.warm_ups_agreed_ = false;
+    }
+  } end_warm_ups{*this};
+  const Config& cfg = first_call(key, sendbuf, recvbuf, count, dtype, op, o, phases, trace);
+  call(cfg, sendbuf, recvbuf, count, dtype, op, phases, &trace);
+  if (trace.on()) {
+    trace.mark("run");
+    std::fprintf(stderr, "stragglar TRACE: %s n=%d: first call of %s count=%zu %s %s: %s\n", api_, nranks_,
+                 to_string(o.algorithm), count, to_string(dtype), to_string(op), trace.text().c_str());
+  }
+}
+
+void Session::check_known_call(const Config& cfg, const Options& o, const void* sendbuf, const void* recvbuf,
+                               std::size_t count, DataType dtype) {
+  if (!o.stragglers.empty()) {  // a fingerprint is not the set: compare, allocation-free
+    const std::vector<int>& known = cfg.stragglers;
     bool same = known.size() == o.stragglers.size();
     for (std::size_t i = 0; same && i < o.stragglers.size(); ++i)
       same = std::binary_search(known.begin(), known.end(), o.stragglers[i]);
     if (!same) throw Error(ErrorCode::Internal, std::string(api_) + ": two late sets share a fingerprint");
   }
-  const Config& cfg = it != configs_.end() ? it->second
-                                           : first_call(key, sendbuf, recvbuf, count, dtype, op, o, phases);
-  if (it != configs_.end()) {  // pointers change per call
-    try {
-      check_buffers(sendbuf, recvbuf, count, dtype);
-    } catch (const Error& e) {
-      // No agreement runs here, so the peers go ahead with this call; were this rank to call
-      // again, its next call would pair with their current one and mix data. Broken instead:
-      // its later calls fail at once and the peers time out.
-      if (nranks_ == 1) throw;  // no peer to be out of step with
-      const Error unusable(e.code(), std::string(e.what()) +
-                                         "; the other ranks cannot be told on a configuration already in use, "
-                                         "so this communicator is now unusable (" + after_failure_ + ")");
-      mark_broken(unusable);
-      throw unusable;
-    }
+  try {  // pointers change per call
+    check_buffers(sendbuf, recvbuf, count, dtype);
+  } catch (const Error& e) {
+    // No agreement runs here, so the peers go ahead with this call; were this rank to call
+    // again, its next call would pair with their current one and mix data. Broken instead:
+    // its later calls fail at once and the peers time out.
+    if (nranks_ == 1) throw;  // no peer to be out of step with
+    const Error unusable(e.code(), std::string(e.what()) +
+                                       "; the other ranks cannot be told on a configuration already in use, "
+                                       "so this communicator is now unusable (" + after_failure_ + ")");
+    mark_broken(unusable);
+    throw unusable;
   }
+}
+
+void Session::call(const Config& cfg, const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                   ReduceOp op, PhaseSelection phases, FirstCallTrace* trace) {
   if (count == 0) return;
   try {
     if (cfg.automatic) {
@@ -456,7 +448,7 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
       if (sendbuf == recvbuf && phases == PhaseSelection::all && keeps_buffers())
         prepare_auto_in_place(*cfg.automatic, count * size_of(dtype));
       last_auto_ = cfg.automatic;
-      AutoCall host(*this, sendbuf, recvbuf, count, dtype, op, cfg.tag);
+      AutoCall host(*this, sendbuf, recvbuf, count, dtype, op, cfg.tag, trace);
       last_choice_ = cfg.automatic->call(host, timeout_s_);
     } else {
       last_choice_ = {cfg.algorithm, cfg.straggler};
@@ -471,11 +463,10 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
   }
 }
 
-// Issue #22 class 6, all or nothing: the executor reduces in the caller's buffer, so a call that
-// fails mid-way would leave some chunks partly reduced. In place, where the engine allows it
-// (session_keeps_copy), the call first copies the buffer and puts the copy back if it raises: the
-// caller's data is then as it was, or fully reduced, never a mix. One copy per call
-// (docs/reliability.md). Out of place the input is sendbuf, which is never written; recvbuf is
+// All or nothing (docs/reliability.md class 6): the executor reduces in the caller's buffer, so
+// a call that fails mid-way would leave some chunks partly reduced. In place, where the engine
+// allows it (session_keeps_copy), the call first copies the buffer and puts the copy back if it
+// raises: the caller's data is then as it was, or fully reduced, never a mix. One copy per call. Out of place the input is sendbuf, which is never written; recvbuf is
 // an output, undefined after an error (as in MPI), and costs no copy.
 void Session::run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf,
                   std::size_t count, DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded) {

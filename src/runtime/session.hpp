@@ -1,12 +1,13 @@
-// The runtime core (DESIGN.md "Runtime core and front-ends"; docs/runtime.md): everything an
-// allreduce front-end would otherwise repeat, once. A front-end (MPI, NCCL, the PyTorch backend)
-// supplies an Engine (engine.hpp) — its Transport, its Device, a small agreement collective, its
-// native AllReduce and auto's timer — and calls Session::allreduce. The Session owns:
+// The runtime core (docs/runtime.md): everything an allreduce front-end would otherwise repeat,
+// once. A front-end (MPI, NCCL, the PyTorch backend) supplies an Engine (engine.hpp) — its
+// Transport, its Device, a small agreement collective, its native AllReduce and auto's timer —
+// and calls Session::allreduce. The Session owns:
 //
-//   validate → resolve (algorithm, straggler, K) → agree across ranks (first call of each
-//   configuration) → plan cache (synthesize → verify → compile) → scratch → Executor,
-//   the native fallback, the one-rank case, auto (through auto_runner.hpp), the "broken" state
-//   after a failure, and the one timeout every wait honours (set_timeout).
+//   validate → resolve (algorithm, straggler, K) → plan cache (synthesize → verify → compile)
+//   → scratch → agree across ranks (first call of each configuration: config_signature.hpp)
+//   → Executor, the native fallback, the one-rank case, auto (auto_runner.hpp, its calls
+//   auto_call.hpp), the "broken" state after a failure, and the one timeout every wait
+//   honours (set_timeout).
 //
 // Rules it makes hold for every front-end:
 // - An argument that is invalid on any rank gives an error on every rank (the first call of a
@@ -29,9 +30,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/auto_call.hpp"
 #include "runtime/auto_runner.hpp"
+#include "runtime/config_signature.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/env.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/first_call_trace.hpp"
 #include "runtime/straggler_policy.hpp"
 #include "stragglar/error.hpp"
 #include "stragglar/options.hpp"
@@ -86,7 +91,7 @@ class Session {
     int algorithm, straggler, pipeline;  // as requested (straggler -1 resolved to n-1)
     std::size_t count;
     int dtype, op, phases;
-    std::uint64_t stragglers = 0;  // late_set_fingerprint(Options::stragglers), issue #23
+    std::uint64_t stragglers = 0;  // late_set_fingerprint(Options::stragglers)
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
@@ -104,8 +109,50 @@ class Session {
     bool auto_native = false;
   };
 
+  // ---- a configuration's first call, in steps (each timed under STRAGGLAR_DEBUG=TRACE) ----
+  // Everything is checked and built locally, errors included are carried into one agreement,
+  // so every rank fails together or goes on together.
   const Config& first_call(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
-                           DataType dtype, ReduceOp op, const Options& opts, PhaseSelection phases);
+                           DataType dtype, ReduceOp op, const Options& opts, PhaseSelection phases,
+                           FirstCallTrace& trace);
+  // The steps a rank can fail alone (validation, late set, plan, auto's set-up, the kept copy),
+  // filling `cfg` and the signature's resolved K and cost; returns the error instead of raising.
+  std::optional<Error> prepare(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
+                               DataType dtype, ReduceOp op, const Options& opts, PhaseSelection phases, Config& cfg,
+                               ConfigSignature& signature, FirstCallTrace& trace);
+  // The algorithm and straggler the configuration runs with, and its late set (Options::stragglers
+  // of 2+ ranks; empty otherwise).
+  std::vector<int> resolve_late_set(const Key& key, const Options& opts, Config& cfg) const;
+  // A schedule's plan from the plan cache, and scratch for it.
+  void build_plan(const Options& opts, const std::vector<int>& late, int resolved_k, std::size_t count,
+                  DataType dtype, Config& cfg);
+  // algorithm = auto: the small-message native, or an AutoRunner with every plan it may run, the
+  // engine's native memory and the warm-up memory. Returns its cost model's fingerprint.
+  std::int64_t set_up_auto(const Options& opts, bool in_place_whole, std::size_t count, DataType dtype,
+                           ReduceOp op, Config& cfg, FirstCallTrace& trace);
+  // Whether auto's warm-ups need memory of their own (AutoCall::warm_up_native): an auto
+  // configuration that may run native, first called in place without the session's kept copy.
+  bool warm_up_wanted(const Config& cfg, bool in_place_whole) const;
+  // Forgets the kept copy without freeing it (a native that timed out may still write it).
+  void abandon_kept() noexcept;
+  // The copy calls in place keep (run), made with the configuration, outside the timed calls.
+  void make_kept_copy(const Config& cfg, bool in_place_whole, std::size_t count, DataType dtype);
+  // The agreement: every rank's signature, the lowest failing rank, the next tag, the warm-up
+  // memory. Raises for this rank's error, a peer's, or a mismatch (every rank alike).
+  AgreedSignature agree_signature(const ConfigSignature& signature, const std::optional<Error>& local,
+                                  bool warm_up_memory);
+  // The agreed tag, unused on every rank (the transport's limit checked).
+  int take_tag(std::int64_t tag);
+  void log_new_configuration(const Config& cfg, const Options& opts, std::size_t count, DataType dtype,
+                             ReduceOp op, std::int64_t resolved_k) const;
+  // ---- every call ------------------------------------------------------------------------
+  // A known configuration: its late set compared (a fingerprint is not the set) and the
+  // pointers checked, without agreement.
+  void check_known_call(const Config& cfg, const Options& opts, const void* sendbuf, const void* recvbuf,
+                        std::size_t count, DataType dtype);
+  // Runs the configuration on this call's buffers (auto: its choice). `trace`: the first call's.
+  void call(const Config& cfg, const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
+            PhaseSelection phases, FirstCallTrace* trace);
   void validate(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                 const Options& opts, PhaseSelection phases) const;
   void check_buffers(const void* sendbuf, const void* recvbuf, std::size_t count, DataType dtype) const;
@@ -126,8 +173,8 @@ class Session {
   void discover_hosts();
   void agree_or_break(std::span<std::int64_t> values, const char* what);
   [[noreturn]] void throw_broken() const;
-  // auto's plans and its calls, for the AutoRunner (AutoHost).
-  class AutoCall;
+  // auto's plans and its calls, for the AutoRunner (AutoHost): the session's side of auto.
+  friend class AutoCall;
   // `bounded`: native must honour the timeout (auto's calls).
   void run(Algorithm algorithm, const Plan* plan, int tag, const void* sendbuf, void* recvbuf, std::size_t count,
            DataType dtype, ReduceOp op, PhaseSelection phases, bool bounded = false);
@@ -135,6 +182,7 @@ class Session {
   Engine& engine_;
   const char* api_;
   const char* after_failure_;
+  const Env& config_;  // STRAGGLAR_*, read once (env.hpp)
   int rank_ = 0;
   int nranks_ = 1;
   Executor executor_;
@@ -146,13 +194,18 @@ class Session {
   bool shared_clock_ = false;  // every rank reads one monotonic clock (Engine::clock_id)
   void* scratch_ = nullptr;
   std::size_t scratch_size_ = 0;
-  // The copy of the caller's recvbuf a call puts back if it raises (keeps_buffers; issue #22).
+  // The copy of the caller's recvbuf a call puts back if it raises (keeps_buffers).
   void* kept_ = nullptr;
   std::size_t kept_size_ = 0;
   bool caller_sees_buffers_ = true;
   std::optional<Error> broken_;
   Choice last_choice_;
   std::shared_ptr<AutoRunner> last_auto_;
+  // auto's warm-up memory (warm_up_wanted) between a configuration's creation and the end of its
+  // first call.
+  WarmUpMemory warm_up_;
+  // During a configuration's first call: whether every rank can warm native up (agreed).
+  bool warm_ups_agreed_ = false;
 };
 
 }  // namespace stragglar::detail

@@ -488,7 +488,8 @@ TEST(Session, AnEngineThatStartsWithNativeGetsNativeUntilMeasurementsSayOtherwis
 
 TEST(Session, AutosFirstCallWarmsNativeUpOnMemoryOfItsOwn) {
   // The first call measures native; its first runs pay first-use costs (Open MPI's temporaries),
-  // so two run before it on a copy of the input, untimed: the caller's buffer is reduced once.
+  // so two run before it, untimed, into memory the caller does not read (in place: the kept
+  // copy, or memory of its own without one): the caller's buffer is reduced once.
   const int n = 4;
   const std::size_t count = 1 << 16;
   struct Seen {
