@@ -131,7 +131,7 @@ namespace {
 
 // The policy of one configuration: the model (two simulations per algorithm, at its first use),
 // the period, and one call per exchange when an exchange is cheap beside a call.
-StragglerPolicy make_policy(const Env& config, int lag, bool start_with_native, bool shared_clock, int nranks,
+StragglerPolicy make_policy(const RuntimeConfig& config, int lag, bool start_with_native, bool shared_clock, int nranks,
                             std::size_t bytes, const Options& base) {
   PolicyConfig pc;
   pc.shared_clock = shared_clock;
@@ -155,7 +155,7 @@ StragglerPolicy make_policy(const Env& config, int lag, bool start_with_native, 
 }
 }  // namespace
 
-AutoRunner::AutoRunner(Engine& engine, const Env& config, const char* api, int rank, int nranks, std::size_t count,
+AutoRunner::AutoRunner(Engine& engine, const RuntimeConfig& config, const char* api, int rank, int nranks, std::size_t count,
                        DataType dtype, const Options& o, AutoHost& host, bool shared_clock)
     : timer_(engine.make_timer()), config_(config), api_(api), rank_(rank), nranks_(nranks),
       options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),

@@ -56,7 +56,7 @@ class AutoRunner {
   // too, the policy gets each call's exact exposed time (PolicyConfig::shared_clock).
   // Builds every plan auto may run now (through host.plan), sizes the timer's exchange and the
   // engine's native buffers: later calls allocate nothing.
-  AutoRunner(Engine& engine, const Env& config, const char* api, int rank, int nranks, std::size_t count,
+  AutoRunner(Engine& engine, const RuntimeConfig& config, const char* api, int rank, int nranks, std::size_t count,
              DataType dtype, const Options& o, AutoHost& host, bool shared_clock = false);
   // One call: the policy's choice, run through host.run, timed, exchanged and decided when due
   // (an exchange the timer ends at the next call: decided at the start of this configuration's
@@ -75,7 +75,7 @@ class AutoRunner {
 
   // This configuration's own (Engine::make_timer): its lagged times and exchanges are its alone.
   std::unique_ptr<CallTimer> timer_;
-  const Env& config_;
+  const RuntimeConfig& config_;
   const char* api_;
   int rank_, nranks_;
   Options options_;  // pipeline and cost for the candidates' schedules

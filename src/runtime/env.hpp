@@ -50,7 +50,6 @@ struct RuntimeConfig {
   // "STRAGGLAR_TIMEOUT_S=60 STRAGGLAR_DEBUG=INFO ...": every variable as this configuration has it.
   std::string to_string() const;
 };
-using Env = RuntimeConfig;  // the name older callers use
 
 // One row of the table.
 struct ConfigVariable {

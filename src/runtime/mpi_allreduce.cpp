@@ -128,7 +128,7 @@ CommState& state_for(MPI_Comm comm) {
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter");
   require(!inter, "stragglar::allreduce: comm is an intercommunicator, expected an intracommunicator");
-  const detail::Env& e = detail::env();
+  const detail::RuntimeConfig& e = detail::env();
   // Attached before the collective idup, so that a timed-out idup leaves a broken state behind
   // (later calls fail at once) and nobody frees a communicator still being created.
   CommState* st = nullptr;

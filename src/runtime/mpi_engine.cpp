@@ -65,7 +65,7 @@ bool settle_request(MPI_Request& request, double timeout_s) {
   }
 }
 
-MpiEngine::MpiEngine(MPI_Comm comm, const Env& e)
+MpiEngine::MpiEngine(MPI_Comm comm, const RuntimeConfig& e)
     : comm_(comm), transport_(comm, e.timeout_s) {
   transport_.set_max_piece_bytes(e.max_message_bytes);
 }

@@ -32,7 +32,7 @@ bool settle_request(MPI_Request& request, double timeout_s);
 class MpiEngine final : public HostEngine<> {
  public:
   // `comm` (borrowed) is the private duplicate, with MPI_ERRORS_RETURN.
-  MpiEngine(MPI_Comm comm, const Env& e);
+  MpiEngine(MPI_Comm comm, const RuntimeConfig& e);
   Transport& transport() override { return transport_; }
   // MPI_Allreduce (the user's `native`: MPI's behaviour, it blocks on a dead peer); with a bound
   // (auto's) recursive doubling over the transport or MPI_Iallreduce, in the engine's staging

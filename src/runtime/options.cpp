@@ -14,7 +14,7 @@
 namespace stragglar {
 
 Options options_from_env() {
-  const detail::Env& e = detail::env();
+  const detail::RuntimeConfig& e = detail::env();
   Options o;
   if (e.algorithm) o.algorithm = *e.algorithm;
   if (e.straggler) o.straggler = *e.straggler;

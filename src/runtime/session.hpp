@@ -182,7 +182,7 @@ class Session {
   Engine& engine_;
   const char* api_;
   const char* after_failure_;
-  const Env& config_;  // STRAGGLAR_*, read once (env.hpp)
+  const RuntimeConfig& config_;  // STRAGGLAR_*, read once (env.hpp)
   int rank_ = 0;
   int nranks_ = 1;
   Executor executor_;
