@@ -99,6 +99,7 @@ Env read_env() {
                                                "' is not valid: expected an integer in [1, 1000]");
     e.auto_period = static_cast<int>(p);
   }
+  if (const char* v = get("STRAGGLAR_TRACE")) e.trace_path = v;
   if (const char* v = get("STRAGGLAR_ALPHA_US")) {
     e.cost.alpha_s = positive_number("STRAGGLAR_ALPHA_US", v) * 1e-6;
     e.cost_from_env = true;
@@ -127,6 +128,7 @@ std::string Env::to_string() const {
          (straggler ? " STRAGGLAR_STRAGGLER=" + std::to_string(*straggler) : std::string()) +
          (pipeline ? " STRAGGLAR_PIPELINE=" + (*pipeline == kPipelineAuto ? std::string("auto") : std::to_string(*pipeline))
                    : std::string()) +
+         (trace_path.empty() ? std::string() : " STRAGGLAR_TRACE=" + trace_path) +
          " STRAGGLAR_ALPHA_US=" + fmt(cost.alpha_s * 1e6) +
          " STRAGGLAR_BANDWIDTH_GBPS=" + fmt(1.0 / cost.beta_s_per_byte / 1e9) +
          " STRAGGLAR_REDUCE_BANDWIDTH_GBPS=" +

@@ -16,6 +16,7 @@
 //   STRAGGLAR_KEEP_BUFFERS    1: a call that raises leaves the caller's buffer as it was (the session
 //                             keeps a copy for the call, host engines; default); 0: no copy, the
 //                             buffer is undefined after an error, as in NCCL, Gloo and MPI
+//   STRAGGLAR_TRACE           a trace of every call: PREFIX.c<C>.r<R>.{jsonl,json} per rank (docs/trace.md)
 //   STRAGGLAR_MAX_MESSAGE_BYTES  largest single MPI message; bigger ones are split (default
 //                             1 GiB, below MPI's INT_MAX count limit; tests set it small)
 #pragma once
@@ -39,6 +40,7 @@ struct Env {
   bool cost_from_env = false;
   std::size_t max_message_bytes = std::size_t{1} << 30;
   int auto_period = 5;
+  std::string trace_path;  // STRAGGLAR_TRACE: where each rank writes its trace; "" = off (call_trace.hpp)
   // Defaults for the options (std::nullopt: not set).
   std::optional<Algorithm> algorithm;
   std::optional<int> straggler;

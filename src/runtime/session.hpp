@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "runtime/auto_runner.hpp"
+#include "runtime/call_trace.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/straggler_policy.hpp"
@@ -153,6 +154,7 @@ class Session {
   std::optional<Error> broken_;
   Choice last_choice_;
   std::shared_ptr<AutoRunner> last_auto_;
+  std::unique_ptr<CallTrace> trace_;  // STRAGGLAR_TRACE: every call recorded (call_trace.hpp); null: off
 };
 
 }  // namespace stragglar::detail

@@ -1,0 +1,390 @@
+// A trace of every call of one communicator (call_trace.hpp; docs/trace.md).
+#include "runtime/call_trace.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "runtime/auto_runner.hpp"
+#include "runtime/engine.hpp"
+#include "runtime/env.hpp"
+#include "stragglar/error.hpp"
+#include "stragglar/simulate.hpp"
+
+namespace stragglar::detail {
+namespace {
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Everything the process shares: the path set by set_trace_path, the open traces (written at
+// exit), the communicator numbers. Leaked on purpose: exit handlers and late destructors use it.
+struct Registry {
+  std::mutex mutex;
+  bool path_set = false;
+  std::string path;
+  std::vector<CallTrace*> open;
+  std::map<std::pair<int, int>, int> comms;  // (rank, nranks) → communicators made so far
+  bool exit_hook = false;
+};
+Registry& registry() {
+  static auto* r = new Registry();
+  return *r;
+}
+
+void flush_all_at_exit() {
+  Registry& reg = registry();
+  std::vector<CallTrace*> open;
+  {
+    const std::lock_guard<std::mutex> lock(reg.mutex);
+    open = reg.open;
+  }
+  for (CallTrace* t : open) t->close();
+}
+
+std::atomic<bool> g_error_printed{false};
+
+// A string as a JSON string literal (api names and paths: no control characters expected).
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
+  }
+  return out + "\"";
+}
+
+// A finite number, or null (JSON has no NaN).
+void number(std::FILE* f, double v) {
+  if (std::isfinite(v))
+    std::fprintf(f, "%.9g", v);
+  else
+    std::fputs("null", f);
+}
+
+// "stragglar (straggler 7)", "stragglar-k (late 6,7)", "ring".
+std::string ran_name(const CallRecord& r) {
+  if (r.reason == TraceReason::empty) return "empty call";
+  if (r.reason == TraceReason::failed && r.algorithm < 0) return "failed call";
+  std::string s = r.algorithm >= 0 ? to_string(static_cast<Algorithm>(r.algorithm)) : "?";
+  s.reserve(64);
+  if (r.late_count > 0) {
+    s += " (late ";
+    for (int i = 0; i < std::min<int>(r.late_count, CallRecord::kMaxLate); ++i) {
+      if (i) s += ',';
+      s += std::to_string(r.late[i]);
+    }
+    s += r.late_count > CallRecord::kMaxLate ? ",…)" : ")";
+  } else if (r.straggler >= 0) {
+    s += " (straggler " + std::to_string(r.straggler) + ")";
+  }
+  return s;
+}
+
+// auto's model of a configuration: the exposed time of StragglAR (its straggler the last rank)
+// with nobody late and with the straggler late for ever — its exposed time at delay d is
+// max(at_zero − d, at_infinity), the formula of auto_runner.cpp's PredictionCache — and the best
+// bulk-synchronous schedule (ring, rhd) with nobody late, as which native is modelled.
+struct Model {
+  double at_zero = std::numeric_limits<double>::quiet_NaN();
+  double at_infinity = std::numeric_limits<double>::quiet_NaN();
+  double bulk = std::numeric_limits<double>::quiet_NaN();
+};
+Model model_of(const Options& o, int nranks, std::size_t bytes) {
+  Model m;
+  if (nranks < 2 || bytes == 0 || nranks > 256) return m;  // beyond 256 ranks: not simulated (time)
+  Options x = o;
+  x.stragglers.clear();
+  x.straggler = nranks - 1;
+  Delay none, late;
+  late.seconds = 1e4;
+  try {
+    x.algorithm = Algorithm::stragglar;
+    const auto s = schedule_for(x, nranks, bytes);
+    m.at_zero = simulate(*s, bytes, *x.cost, none).exposed_s;
+    m.at_infinity = simulate(*s, bytes, *x.cost, late).exposed_s;
+    double bulk = std::numeric_limits<double>::infinity();
+    for (Algorithm a : {Algorithm::ring, Algorithm::rhd}) {
+      x.algorithm = a;
+      x.straggler = -1;
+      bulk = std::min(bulk, simulate(*schedule_for(x, nranks, bytes), bytes, *x.cost, none).exposed_s);
+    }
+    m.bulk = bulk;
+  } catch (const std::exception&) {
+    // No schedule for this size or count of ranks: the model stays unknown (null in the trace).
+  }
+  return m;
+}
+
+}  // namespace
+
+const char* to_string(TraceReason r) noexcept {
+  switch (r) {
+    case TraceReason::requested: return "requested";
+    case TraceReason::auto_small: return "auto_small_message";
+    case TraceReason::auto_first: return "auto_first_call";
+    case TraceReason::auto_decided: return "auto_decided";
+    case TraceReason::auto_explore: return "auto_explore";
+    case TraceReason::failed: return "failed";
+    case TraceReason::empty: return "empty";
+  }
+  return "?";
+}
+
+std::string trace_path() {
+  Registry& reg = registry();
+  {
+    const std::lock_guard<std::mutex> lock(reg.mutex);
+    if (reg.path_set) return reg.path;
+  }
+  return env().trace_path;
+}
+
+std::unique_ptr<CallTrace> CallTrace::open(const Engine& engine, const char* api, int rank, int nranks) {
+  std::string prefix = trace_path();
+  if (prefix.empty()) return nullptr;
+  struct stat st {};
+  if (prefix.back() == '/' || (::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
+    if (prefix.back() != '/') prefix.push_back('/');
+    prefix.append("trace");
+  }
+  Registry& reg = registry();
+  int comm = 0;
+  {
+    const std::lock_guard<std::mutex> lock(reg.mutex);
+    comm = reg.comms[{rank, nranks}]++;
+    if (!reg.exit_hook) {
+      reg.exit_hook = true;
+      std::atexit(flush_all_at_exit);
+    }
+  }
+  std::string base = prefix;
+  base.append(".c").append(std::to_string(comm)).append(".r").append(std::to_string(rank));
+  const std::string jsonl_path = base + ".jsonl", chrome_path = base + ".json";
+  std::FILE* jsonl = std::fopen(jsonl_path.c_str(), "w");
+  const int jsonl_errno = errno;
+  std::FILE* chrome = jsonl ? std::fopen(chrome_path.c_str(), "w") : nullptr;
+  if (!jsonl || !chrome) {
+    const std::string failed = jsonl ? chrome_path : jsonl_path;
+    const int err = jsonl ? errno : jsonl_errno;
+    if (jsonl) std::fclose(jsonl);
+    if (!g_error_printed.exchange(true))
+      std::fprintf(stderr,
+                   "stragglar ERROR: STRAGGLAR_TRACE='%s': cannot write the trace file '%s' (%s); expected a "
+                   "writable directory or file prefix. This job runs without a trace.\n",
+                   trace_path().c_str(), failed.c_str(), std::strerror(err));
+    return nullptr;
+  }
+  std::unique_ptr<CallTrace> t(new CallTrace(jsonl, chrome, jsonl_path, engine, api, rank, nranks, comm));
+  const std::lock_guard<std::mutex> lock(reg.mutex);
+  reg.open.push_back(t.get());
+  return t;
+}
+
+CallTrace::CallTrace(std::FILE* jsonl, std::FILE* chrome, std::string jsonl_path, const Engine& engine,
+                     const char* api, int rank, int nranks, int comm)
+    : jsonl_(jsonl), chrome_(chrome), jsonl_path_(std::move(jsonl_path)), api_(api), rank_(rank), nranks_(nranks),
+      comm_(comm), host_id_(engine.host_id()), clock_id_(engine.clock_id()),
+      records_(new CallRecord[kCapacity]) {
+  configs_.reserve(16);
+}
+
+CallTrace::~CallTrace() {
+  {
+    Registry& reg = registry();
+    const std::lock_guard<std::mutex> lock(reg.mutex);
+    reg.open.erase(std::remove(reg.open.begin(), reg.open.end(), this), reg.open.end());
+  }
+  close();
+}
+
+std::int32_t CallTrace::config_of(std::size_t count, DataType dtype, ReduceOp op, const Options& o,
+                                  const Engine& engine, int ranks_per_host) noexcept {
+  const int alg = static_cast<int>(o.algorithm);
+  // The last configuration first: a job calls one configuration many times in a row.
+  for (std::size_t i = configs_.size(); i-- > 0;) {
+    const Config& c = configs_[i];
+    if (c.count == count && c.dtype == static_cast<int>(dtype) && c.op == static_cast<int>(op) && c.algorithm == alg &&
+        c.straggler == o.straggler && c.pipeline == o.pipeline)
+      return static_cast<std::int32_t>(i);
+  }
+  try {  // a configuration's first call: it allocates anyway (plans, scratch)
+    const Options ao = with_auto_cost(o, engine, ranks_per_host);
+    const Model m = model_of(ao, nranks_, count * size_of(dtype));
+    configs_.push_back({count, static_cast<int>(dtype), static_cast<int>(op), alg, o.straggler, o.pipeline,
+                        m.at_zero, m.at_infinity, m.bulk, *ao.cost});
+    return static_cast<std::int32_t>(configs_.size() - 1);
+  } catch (...) {
+    return -1;
+  }
+}
+
+CallTrace::Call::Call(CallTrace* trace, std::size_t count, DataType dtype, ReduceOp op, const Options& o) noexcept
+    : trace_(trace), count_(count), dtype_(dtype), op_(op), options_(o) {
+  if (trace_) entry_ns_ = now_ns();
+}
+
+void CallTrace::Call::done(const Choice& ran, const AutoRunner* automatic, bool auto_native, bool shared_clock,
+                           const Engine& engine, int ranks_per_host) noexcept {
+  if (!trace_) return;
+  done_ = true;
+  CallRecord r;
+  r.exit_ns = now_ns();
+  r.entry_ns = entry_ns_;
+  r.config = trace_->config_of(count_, dtype_, op_, options_, engine, ranks_per_host);
+  r.algorithm = static_cast<std::int16_t>(ran.algorithm);
+  r.straggler = static_cast<std::int16_t>(ran.straggler);
+  r.late_count = static_cast<std::uint8_t>(std::min<std::size_t>(ran.late.size(), 255));
+  for (std::size_t i = 0; i < ran.late.size() && i < CallRecord::kMaxLate; ++i)
+    r.late[i] = static_cast<std::int16_t>(ran.late[i]);
+  r.shared_clock = shared_clock;
+  if (auto_native) {
+    r.reason = TraceReason::auto_small;
+  } else if (automatic) {
+    const StragglerPolicy& p = automatic->policy();
+    r.reason = p.calls_begun() == 1 ? TraceReason::auto_first
+               : ran == p.incumbent() ? TraceReason::auto_decided
+                                      : TraceReason::auto_explore;
+    r.auto_late_rank = static_cast<std::int16_t>(p.late_rank());
+    r.auto_delay_s = p.delay_s();
+    r.auto_decisions = p.decisions();
+  }
+  if (count_ == 0) r.reason = TraceReason::empty;
+  trace_->record(r);
+}
+
+CallTrace::Call::~Call() {
+  if (!trace_ || done_) return;
+  CallRecord r;
+  r.entry_ns = entry_ns_;
+  r.exit_ns = now_ns();
+  r.reason = count_ == 0 ? TraceReason::empty : TraceReason::failed;
+  trace_->record(r);
+}
+
+void CallTrace::record(const CallRecord& r) noexcept {
+  if (closed_) return;
+  if (used_ == kCapacity) flush();  // one write per kCapacity calls
+  records_[used_] = r;
+  records_[used_].call = calls_++;
+  shared_clock_ = shared_clock_ || r.shared_clock;
+  ++used_;
+}
+
+void CallTrace::flush() noexcept {
+  const std::lock_guard<std::mutex> lock(registry().mutex);
+  write_locked();
+}
+
+void CallTrace::write_locked() noexcept {
+  if (closed_) return;
+  try {
+    if (!header_written_) {
+      header_written_ = true;
+      std::fprintf(jsonl_,
+                   "{\"type\":\"header\",\"format\":\"stragglar-trace\",\"version\":1,\"api\":%s,\"rank\":%d,"
+                   "\"nranks\":%d,\"comm\":%d,\"pid\":%ld,\"host_id\":%lld,\"clock_id\":%lld,"
+                   "\"clock\":\"steady_clock (CLOCK_MONOTONIC) ns: comparable across ranks with equal clock_id\"}\n",
+                   quoted(api_).c_str(), rank_, nranks_, comm_, static_cast<long>(getpid()),
+                   static_cast<long long>(host_id_), static_cast<long long>(clock_id_));
+      std::fprintf(chrome_,
+                   "[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}},\n"
+                   "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n"
+                   "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":%s}}",
+                   rank_, rank_, rank_, rank_, rank_, comm_,
+                   quoted("communicator " + std::to_string(comm_) + " (" + api_ + ")").c_str());
+    }
+    for (std::size_t i = 0; i < configs_.size(); ++i) {
+      Config& c = configs_[i];
+      if (c.written) continue;
+      c.written = true;
+      std::fprintf(jsonl_,
+                   "{\"type\":\"config\",\"config\":%zu,\"count\":%zu,\"bytes\":%zu,\"dtype\":\"%s\",\"op\":\"%s\","
+                   "\"algorithm\":\"%s\",\"straggler\":%d,\"pipeline\":%d,\"model\":{\"stragglar_at_zero_s\":",
+                   i, c.count, c.count * size_of(static_cast<DataType>(c.dtype)),
+                   to_string(static_cast<DataType>(c.dtype)), to_string(static_cast<ReduceOp>(c.op)),
+                   to_string(static_cast<Algorithm>(c.algorithm)), c.straggler, c.pipeline);
+      number(jsonl_, c.stragglar_at_zero);
+      std::fputs(",\"stragglar_at_infinity_s\":", jsonl_);
+      number(jsonl_, c.stragglar_at_infinity);
+      std::fputs(",\"bulk_s\":", jsonl_);
+      number(jsonl_, c.bulk);
+      std::fprintf(jsonl_, ",\"alpha_s\":%.9g,\"beta_s_per_byte\":%.9g,\"gamma_s_per_byte\":%.9g,\"ranks_per_host\":%d}}\n",
+                   c.cost.alpha_s, c.cost.beta_s_per_byte, c.cost.gamma_s_per_byte, c.cost.ranks_per_host);
+    }
+    for (std::size_t i = 0; i < used_; ++i) {
+      const CallRecord& r = records_[i];
+      std::string late = "[";
+      for (int k = 0; k < std::min<int>(r.late_count, CallRecord::kMaxLate); ++k) {
+        if (k) late += ',';
+        late += std::to_string(r.late[k]);
+      }
+      late += "]";
+      const char* alg = r.algorithm >= 0 ? to_string(static_cast<Algorithm>(r.algorithm)) : "none";
+      std::fprintf(jsonl_,
+                   "{\"type\":\"call\",\"call\":%lld,\"config\":%d,\"entry_ns\":%lld,\"exit_ns\":%lld,"
+                   "\"algorithm\":\"%s\",\"straggler\":%d,\"late_set\":%s,\"reason\":\"%s\",\"shared_clock\":%s",
+                   static_cast<long long>(r.call), r.config, static_cast<long long>(r.entry_ns),
+                   static_cast<long long>(r.exit_ns), alg, r.straggler, late.c_str(), to_string(r.reason),
+                   r.shared_clock ? "true" : "false");
+      if (r.reason == TraceReason::auto_first || r.reason == TraceReason::auto_decided ||
+          r.reason == TraceReason::auto_explore) {
+        std::fprintf(jsonl_, ",\"auto_late_rank\":%d,\"auto_delay_s\":", r.auto_late_rank);
+        number(jsonl_, r.auto_delay_s);
+        std::fprintf(jsonl_, ",\"auto_decisions\":%lld", static_cast<long long>(r.auto_decisions));
+      }
+      std::fputs("}\n", jsonl_);
+      // Chrome: a complete event ("X") per call, times in µs on the same clock.
+      std::fprintf(chrome_,
+                   ",\n{\"ph\":\"X\",\"cat\":\"allreduce\",\"name\":%s,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+                   "\"dur\":%.3f,\"args\":{\"call\":%lld,\"config\":%d,\"algorithm\":\"%s\",\"straggler\":%d,"
+                   "\"late_set\":%s,\"reason\":\"%s\"}}",
+                   quoted(ran_name(r)).c_str(), rank_, comm_, static_cast<double>(r.entry_ns) / 1e3,
+                   static_cast<double>(r.exit_ns - r.entry_ns) / 1e3, static_cast<long long>(r.call), r.config, alg,
+                   r.straggler, late.c_str(), to_string(r.reason));
+    }
+    used_ = 0;
+    std::fflush(jsonl_);
+    std::fflush(chrome_);
+  } catch (...) {
+    used_ = 0;  // out of memory while formatting: these records are lost, the job goes on
+  }
+}
+
+void CallTrace::close() noexcept {
+  const std::lock_guard<std::mutex> lock(registry().mutex);
+  if (closed_) return;
+  write_locked();
+  std::fprintf(jsonl_, "{\"type\":\"end\",\"calls\":%lld,\"shared_clock\":%s}\n", static_cast<long long>(calls_),
+               shared_clock_ ? "true" : "false");
+  std::fputs(header_written_ ? "\n]\n" : "[]\n", chrome_);
+  std::fclose(jsonl_);
+  std::fclose(chrome_);
+  closed_ = true;
+}
+
+}  // namespace stragglar::detail
+
+namespace stragglar {
+
+void set_trace_path(std::string_view path) {
+  detail::Registry& reg = detail::registry();
+  const std::lock_guard<std::mutex> lock(reg.mutex);
+  reg.path_set = true;
+  reg.path = std::string(path);
+}
+
+}  // namespace stragglar
