@@ -14,6 +14,8 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "runtime/auto_runner.hpp"
@@ -198,7 +200,8 @@ CallTrace::CallTrace(std::FILE* jsonl, std::FILE* chrome, std::string jsonl_path
                      const char* api, int rank, int nranks, int comm)
     : jsonl_(jsonl), chrome_(chrome), jsonl_path_(std::move(jsonl_path)), api_(api), rank_(rank), nranks_(nranks),
       comm_(comm), host_id_(engine.host_id()), clock_id_(engine.clock_id()),
-      records_(new CallRecord[kCapacity]) {
+      buffers_{std::make_unique<CallRecord[]>(kCapacity), std::make_unique<CallRecord[]>(kCapacity)},
+      records_(buffers_[0].get()) {
   configs_.reserve(16);
 }
 
@@ -224,6 +227,7 @@ std::int32_t CallTrace::config_of(std::size_t count, DataType dtype, ReduceOp op
   try {  // a configuration's first call: it allocates anyway (plans, scratch)
     const Options ao = with_auto_cost(o, engine, ranks_per_host);
     const Model m = model_of(ao, nranks_, count * size_of(dtype));
+    const std::lock_guard<std::mutex> lock(mutex_);  // the writer reads configs_
     configs_.push_back({count, static_cast<int>(dtype), static_cast<int>(op), alg, o.straggler, o.pipeline,
                         m.at_zero, m.at_infinity, m.bulk, *ao.cost});
     return static_cast<std::int32_t>(configs_.size() - 1);
@@ -276,21 +280,52 @@ CallTrace::Call::~Call() {
 }
 
 void CallTrace::record(const CallRecord& r) noexcept {
-  if (closed_) return;
-  if (used_ == kCapacity) flush();  // one write per kCapacity calls
+  if (closed_.load(std::memory_order_relaxed)) return;
+  if (used_ == kCapacity) hand_to_writer();
   records_[used_] = r;
   records_[used_].call = calls_++;
   shared_clock_ = shared_clock_ || r.shared_clock;
   ++used_;
 }
 
-void CallTrace::flush() noexcept {
-  const std::lock_guard<std::mutex> lock(registry().mutex);
-  write_locked();
+void CallTrace::hand_to_writer() noexcept {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait(lock, [this] { return pending_ == nullptr; });  // the previous buffer written
+  pending_ = records_;
+  pending_used_ = used_;
+  records_ = records_ == buffers_[0].get() ? buffers_[1].get() : buffers_[0].get();
+  used_ = 0;
+  if (!writer_.joinable()) {
+    try {
+      writer_ = std::thread([this] { writer_loop(); });
+    } catch (const std::system_error&) {  // no thread to be had: write it here, this once
+      const CallRecord* records = pending_;
+      lock.unlock();
+      write(records, pending_used_);
+      lock.lock();
+      pending_ = nullptr;
+      return;
+    }
+  }
+  wake_.notify_all();
 }
 
-void CallTrace::write_locked() noexcept {
-  if (closed_) return;
+void CallTrace::writer_loop() noexcept {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return pending_ != nullptr || stop_; });
+    if (!pending_) return;
+    const CallRecord* records = pending_;
+    const std::size_t n = pending_used_;
+    lock.unlock();
+    write(records, n);
+    lock.lock();
+    pending_ = nullptr;
+    wake_.notify_all();
+  }
+}
+
+void CallTrace::write(const CallRecord* records, std::size_t n) noexcept {
   try {
     if (!header_written_) {
       header_written_ = true;
@@ -307,26 +342,29 @@ void CallTrace::write_locked() noexcept {
                    rank_, rank_, rank_, rank_, rank_, comm_,
                    quoted("communicator " + std::to_string(comm_) + " (" + api_ + ")").c_str());
     }
-    for (std::size_t i = 0; i < configs_.size(); ++i) {
-      Config& c = configs_[i];
-      if (c.written) continue;
-      c.written = true;
-      std::fprintf(jsonl_,
-                   "{\"type\":\"config\",\"config\":%zu,\"count\":%zu,\"bytes\":%zu,\"dtype\":\"%s\",\"op\":\"%s\","
-                   "\"algorithm\":\"%s\",\"straggler\":%d,\"pipeline\":%d,\"model\":{\"stragglar_at_zero_s\":",
-                   i, c.count, c.count * size_of(static_cast<DataType>(c.dtype)),
-                   to_string(static_cast<DataType>(c.dtype)), to_string(static_cast<ReduceOp>(c.op)),
-                   to_string(static_cast<Algorithm>(c.algorithm)), c.straggler, c.pipeline);
-      number(jsonl_, c.stragglar_at_zero);
-      std::fputs(",\"stragglar_at_infinity_s\":", jsonl_);
-      number(jsonl_, c.stragglar_at_infinity);
-      std::fputs(",\"bulk_s\":", jsonl_);
-      number(jsonl_, c.bulk);
-      std::fprintf(jsonl_, ",\"alpha_s\":%.9g,\"beta_s_per_byte\":%.9g,\"gamma_s_per_byte\":%.9g,\"ranks_per_host\":%d}}\n",
-                   c.cost.alpha_s, c.cost.beta_s_per_byte, c.cost.gamma_s_per_byte, c.cost.ranks_per_host);
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);  // a call may be adding one
+      for (; configs_written_ < configs_.size(); ++configs_written_) {
+        const std::size_t i = configs_written_;
+        const Config& c = configs_[i];
+        std::fprintf(jsonl_,
+                     "{\"type\":\"config\",\"config\":%zu,\"count\":%zu,\"bytes\":%zu,\"dtype\":\"%s\",\"op\":\"%s\","
+                     "\"algorithm\":\"%s\",\"straggler\":%d,\"pipeline\":%d,\"model\":{\"stragglar_at_zero_s\":",
+                     i, c.count, c.count * size_of(static_cast<DataType>(c.dtype)),
+                     to_string(static_cast<DataType>(c.dtype)), to_string(static_cast<ReduceOp>(c.op)),
+                     to_string(static_cast<Algorithm>(c.algorithm)), c.straggler, c.pipeline);
+        number(jsonl_, c.stragglar_at_zero);
+        std::fputs(",\"stragglar_at_infinity_s\":", jsonl_);
+        number(jsonl_, c.stragglar_at_infinity);
+        std::fputs(",\"bulk_s\":", jsonl_);
+        number(jsonl_, c.bulk);
+        std::fprintf(jsonl_,
+                     ",\"alpha_s\":%.9g,\"beta_s_per_byte\":%.9g,\"gamma_s_per_byte\":%.9g,\"ranks_per_host\":%d}}\n",
+                     c.cost.alpha_s, c.cost.beta_s_per_byte, c.cost.gamma_s_per_byte, c.cost.ranks_per_host);
+      }
     }
-    for (std::size_t i = 0; i < used_; ++i) {
-      const CallRecord& r = records_[i];
+    for (std::size_t i = 0; i < n; ++i) {
+      const CallRecord& r = records[i];
       std::string late = "[";
       for (int k = 0; k < std::min<int>(r.late_count, CallRecord::kMaxLate); ++k) {
         if (k) late += ',';
@@ -356,24 +394,30 @@ void CallTrace::write_locked() noexcept {
                    static_cast<double>(r.exit_ns - r.entry_ns) / 1e3, static_cast<long long>(r.call), r.config, alg,
                    r.straggler, late.c_str(), to_string(r.reason));
     }
-    used_ = 0;
     std::fflush(jsonl_);
     std::fflush(chrome_);
   } catch (...) {
-    used_ = 0;  // out of memory while formatting: these records are lost, the job goes on
+    // Out of memory while formatting: these records are lost, the job goes on.
   }
 }
 
 void CallTrace::close() noexcept {
-  const std::lock_guard<std::mutex> lock(registry().mutex);
-  if (closed_) return;
-  write_locked();
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    closed_.store(true, std::memory_order_relaxed);
+    wake_.wait(lock, [this] { return pending_ == nullptr; });
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (writer_.joinable()) writer_.join();
+  write(records_, used_);
+  used_ = 0;
   std::fprintf(jsonl_, "{\"type\":\"end\",\"calls\":%lld,\"shared_clock\":%s}\n", static_cast<long long>(calls_),
                shared_clock_ ? "true" : "false");
-  std::fputs(header_written_ ? "\n]\n" : "[]\n", chrome_);
+  std::fputs("\n]\n", chrome_);
   std::fclose(jsonl_);
   std::fclose(chrome_);
-  closed_ = true;
 }
 
 }  // namespace stragglar::detail

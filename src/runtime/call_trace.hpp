@@ -2,9 +2,11 @@
 //
 // The Session holds one CallTrace when tracing is on and brackets each allreduce with a
 // CallTrace::Call: two reads of the steady clock and one fixed-size record written into a
-// preallocated buffer — no allocation, no lock and no I/O on the call's path. The buffer is
-// written out when the session ends, at process exit (every trace still open), and when it is
-// full (one write per kCapacity calls).
+// preallocated buffer — no allocation, no lock and no I/O on the call's path. A full buffer is
+// swapped for a spare one and written by a writer thread of the trace (started at the first
+// full buffer: a job of fewer calls never has one), off the calls' path; a call waits only when
+// the writer is still on the previous buffer. What is left is written when the session ends and
+// at process exit (every trace still open).
 //
 // Each rank of each communicator writes its own two files (no communication at the end, so a
 // rank that dies or a communicator freed on some ranks only still leaves the others' files):
@@ -20,9 +22,13 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/straggler_policy.hpp"
@@ -98,8 +104,6 @@ class CallTrace {
     bool done_ = false;
   };
 
-  // Writes the buffered records to the files (called when full).
-  void flush() noexcept;
   // Writes what is left and closes the files (at the end, at exit); later calls are not recorded.
   void close() noexcept;
   const std::string& jsonl_path() const noexcept { return jsonl_path_; }
@@ -113,14 +117,17 @@ class CallTrace {
     // best bulk-synchronous schedule's (what native is modelled as); NaN where not simulated.
     double stragglar_at_zero, stragglar_at_infinity, bulk;
     CostModel cost;
-    bool written = false;
   };
   CallTrace(std::FILE* jsonl, std::FILE* chrome, std::string jsonl_path, const Engine& engine, const char* api,
             int rank, int nranks, int comm);
   std::int32_t config_of(std::size_t count, DataType dtype, ReduceOp op, const Options& o, const Engine& engine,
                          int ranks_per_host) noexcept;
   void record(const CallRecord& r) noexcept;
-  void write_locked() noexcept;
+  void hand_to_writer() noexcept;  // the full buffer to the writer thread, the spare one in its place
+  void writer_loop() noexcept;
+  // Writes the header (once), the configurations not written yet and `n` records. Called by one
+  // thread at a time: the writer, or close() after it stopped.
+  void write(const CallRecord* records, std::size_t n) noexcept;
 
   std::FILE* jsonl_;
   std::FILE* chrome_;
@@ -128,13 +135,22 @@ class CallTrace {
   const char* api_;
   int rank_, nranks_, comm_;
   std::int64_t host_id_, clock_id_;
-  std::unique_ptr<CallRecord[]> records_;
+  std::unique_ptr<CallRecord[]> buffers_[2];
+  CallRecord* records_;          // the buffer calls record into
   std::size_t used_ = 0;
   std::int64_t calls_ = 0;
-  std::vector<Config> configs_;  // grows at a configuration's first call only
+  std::vector<Config> configs_;  // grows at a configuration's first call only (under mutex_)
+  std::size_t configs_written_ = 0;
   bool header_written_ = false;
-  bool closed_ = false;
   bool shared_clock_ = false;
+  // The writer: pending_ is the full buffer it writes (null: idle).
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  const CallRecord* pending_ = nullptr;
+  std::size_t pending_used_ = 0;
+  bool stop_ = false;
+  std::atomic<bool> closed_{false};  // read by every call: an atomic, as close() may run at exit
+  std::thread writer_;
 };
 
 // The process's trace path as set_trace_path left it, else STRAGGLAR_TRACE ("" when neither).

@@ -135,3 +135,32 @@ TEST(CallTrace, AnUnwritablePathGivesOneErrorAndTheJobRuns) {
 
 }  // namespace
 }  // namespace stragglar
+
+namespace stragglar {
+namespace {
+
+// More calls than the buffers hold (the writer thread writes the full ones while calls go on):
+// every call is in the files, once, in order, on one rank.
+TEST(CallTrace, CallsBeyondTheBuffersAreAllWrittenInOrder) {
+  const std::string prefix = fresh_dir("long") + "/job";
+  constexpr std::int64_t kMany = 2 * static_cast<std::int64_t>(detail::CallTrace::kCapacity) + 1234;
+  set_trace_path(prefix);
+  {
+    ThreadJob job(1, 30);
+    ThreadEngine engine(job, 0);
+    detail::Session session(engine, "test");
+    Options o;
+    o.algorithm = Algorithm::ring;
+    float x = 1;
+    for (std::int64_t i = 0; i < kMany; ++i)
+      session.allreduce(&x, &x, 1, DataType::float32, ReduceOp::sum, o);
+  }
+  set_trace_path("");
+  std::string problems;
+  const testing::RankTrace t = testing::read_rank_trace(prefix, testing::only_comm(prefix), 0, problems);
+  EXPECT_EQ(problems, "");  // includes "call i out of order" and the Chrome slice count
+  EXPECT_EQ(static_cast<std::int64_t>(t.calls.size()), kMany);
+}
+
+}  // namespace
+}  // namespace stragglar
