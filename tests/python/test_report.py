@@ -129,7 +129,7 @@ def test_traced_mpi_job(tmp_path, job):
             "native": ["--algo", "native", "--straggler", "3"]}[job]
     env = dict(py_env(), STRAGGLAR_TRACE=str(tmp_path / "job"))
     p = subprocess.run([MPIEXEC, *MPIEXEC_FLAGS, "-np", "4", BENCH, "-b", "256K", "-e", "256K", "-n", "6", "-w", "1",
-                        "--delay", "30", *args], capture_output=True, text=True, env=env, timeout=240)
+                        "--delay", "60", *args], capture_output=True, text=True, env=env, timeout=240)
     assert p.returncode == 0, p.stdout + p.stderr
     s = summary(tmp_path / "job")
     comm = max(s["communicators"], key=lambda c: c["calls"])

@@ -26,6 +26,7 @@ using testing::ThreadJob;
 constexpr int kRanks = 4;
 constexpr int kCalls = 8;
 constexpr std::size_t kCount = 1 << 14;
+constexpr int kDelayMs = 50;
 
 std::string fresh_dir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "stragglar-trace-" + name + "-" + std::to_string(getpid());
@@ -33,7 +34,8 @@ std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
-// kCalls calls of `algorithm` on kRanks threads; before call c, rank late(c) sleeps 15 ms. Every
+// kCalls calls of `algorithm` on kRanks threads; before call c, after a barrier, rank late(c)
+// sleeps kDelayMs (far above a loaded host's scheduling delays). Every
 // result is checked exact (rank r contributes r + 1 + c in every element).
 std::vector<std::string> run_job(Algorithm algorithm, const std::function<int(int)>& late) {
   ThreadJob job(kRanks, 30);
@@ -49,7 +51,8 @@ std::vector<std::string> run_job(Algorithm algorithm, const std::function<int(in
         std::vector<float> buf(kCount);
         for (int c = 0; c < kCalls; ++c) {
           std::fill(buf.begin(), buf.end(), static_cast<float>(r + 1 + c));
-          if (r == late(c)) std::this_thread::sleep_for(std::chrono::milliseconds(15));
+          job.barrier(r);  // a common start: a thread started late is not a late rank
+          if (r == late(c)) std::this_thread::sleep_for(std::chrono::milliseconds(kDelayMs));
           session.allreduce(buf.data(), buf.data(), kCount, DataType::float32, ReduceOp::sum, o);
           const float want = static_cast<float>(kRanks * (kRanks + 1) / 2 + kRanks * c);
           for (float v : buf)
