@@ -275,6 +275,8 @@ def summary_of(comms: list[Communicator]) -> dict:
 def text_of(summary: dict) -> str:
     lines = []
     for s in summary["communicators"]:
+        if s["calls"] == 0:  # a communicator made and never called (a spare process group)
+            continue
         e = s["estimate"]
         lines.append(f"communicator {s['comm']} ({s['api']}, {s['nranks']} ranks, {s['calls']} calls; lateness from "
                      f"{s['lateness_from']})")
