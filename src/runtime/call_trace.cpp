@@ -242,15 +242,15 @@ std::unique_ptr<CallTrace> CallTrace::open(const Engine& engine, const char* api
                    trace_path().c_str(), failed.c_str(), std::strerror(err));
     return nullptr;
   }
-  std::unique_ptr<CallTrace> t(new CallTrace(jsonl, chrome, jsonl_path, engine, api, rank, nranks, comm));
+  std::unique_ptr<CallTrace> t(new CallTrace(jsonl, chrome, engine, api, rank, nranks, comm));
   const std::lock_guard<std::mutex> lock(reg.mutex);
   reg.open.push_back(t.get());
   return t;
 }
 
-CallTrace::CallTrace(std::FILE* jsonl, std::FILE* chrome, std::string jsonl_path, const Engine& engine,
+CallTrace::CallTrace(std::FILE* jsonl, std::FILE* chrome, const Engine& engine,
                      const char* api, int rank, int nranks, int comm)
-    : jsonl_(jsonl), chrome_(chrome), jsonl_path_(std::move(jsonl_path)), api_(api), rank_(rank), nranks_(nranks),
+    : jsonl_(jsonl), chrome_(chrome), api_(api), rank_(rank), nranks_(nranks),
       comm_(comm), host_id_(engine.host_id()), clock_id_(engine.clock_id()),
       buffers_{std::make_unique<CallRecord[]>(kCapacity), std::make_unique<CallRecord[]>(kCapacity)},
       records_(buffers_[0].get()) {

@@ -106,7 +106,6 @@ class CallTrace {
 
   // Writes what is left and closes the files (at the end, at exit); later calls are not recorded.
   void close() noexcept;
-  const std::string& jsonl_path() const noexcept { return jsonl_path_; }
 
  private:
   struct Config {
@@ -118,7 +117,7 @@ class CallTrace {
     double stragglar_at_zero, stragglar_at_infinity, bulk;
     CostModel cost;
   };
-  CallTrace(std::FILE* jsonl, std::FILE* chrome, std::string jsonl_path, const Engine& engine, const char* api,
+  CallTrace(std::FILE* jsonl, std::FILE* chrome, const Engine& engine, const char* api,
             int rank, int nranks, int comm);
   std::int32_t config_of(std::size_t count, DataType dtype, ReduceOp op, const Options& o, const Engine& engine,
                          int ranks_per_host) noexcept;
@@ -131,7 +130,6 @@ class CallTrace {
 
   std::FILE* jsonl_;
   std::FILE* chrome_;
-  std::string jsonl_path_;
   const char* api_;
   int rank_, nranks_, comm_;
   std::int64_t host_id_, clock_id_;
