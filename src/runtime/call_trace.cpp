@@ -458,8 +458,8 @@ void CallTrace::close() noexcept {
     closed_.store(true, std::memory_order_relaxed);
     wake_.wait(lock, [this] { return pending_ == nullptr; });
     stop_ = true;
+    wake_.notify_all();
   }
-  wake_.notify_all();
   if (writer_.joinable()) writer_.join();
   write(records_, used_);
   used_ = 0;
