@@ -82,7 +82,8 @@ def trace_files(paths: list[str]) -> list[str]:
         if os.path.isdir(p):
             files += sorted(glob.glob(os.path.join(p, "*.jsonl")))
         elif os.path.isfile(p):
-            files.append(p)
+            # A rank's Chrome file given: its JSON lines beside it hold the same calls and more.
+            files.append(p + "l" if p.endswith(".json") and os.path.isfile(p + "l") else p)
         else:
             found = sorted(glob.glob(p + "*.jsonl"))
             if not found:
@@ -280,6 +281,9 @@ def text_of(summary: dict) -> str:
         e = s["estimate"]
         lines.append(f"communicator {s['comm']} ({s['api']}, {s['nranks']} ranks, {s['calls']} calls; lateness from "
                      f"{s['lateness_from']})")
+        if len(s["ranks_traced"]) < s["nranks"]:
+            lines.append(f"  only {len(s['ranks_traced'])} of its {s['nranks']} ranks' files were given: pass every "
+                         "rank's .jsonl (or their directory) to compare them")
         if s["late_rank"] >= 0:
             lines.append(f"  late rank: {s['late_rank']}, late to {100 * s['late_rank_share']:.0f}% of the calls; "
                          f"delay median {1e3 * s['delay_median_s']:.3g} ms, p90 {1e3 * s['delay_p90_s']:.3g} ms")
