@@ -74,4 +74,8 @@ int resolve_pipeline(const Options& opts, int nranks, std::size_t bytes);
 // process-wide cache. Throws Error(InvalidUsage) for native and auto (no schedule).
 std::shared_ptr<const Schedule> schedule_for(const Options& opts, int nranks, std::size_t bytes);
 
+// Every communicator created after this call writes a trace of its calls under `path`, as
+// STRAGGLAR_TRACE=path does (it overrides the variable); "" traces none. docs/trace.md.
+void set_trace_path(std::string_view path);
+
 }  // namespace stragglar

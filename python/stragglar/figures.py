@@ -27,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+import textwrap
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,11 +41,12 @@ SCALING_NRANKS = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
 STRAGGLAR_K1, STRAGGLAR_AUTO = "stragglar K=1", "stragglar auto K"
 # One colour per algorithm across all figures (bench names; "stragglar:1" is the paper's K = 1).
 COLORS = {"stragglar": "#d62728", STRAGGLAR_AUTO: "#d62728", "stragglar:1": "#ff7f0e", STRAGGLAR_K1: "#ff7f0e",
-          "ring": "#1f77b4", "rhd": "#2ca02c", "allpairs": "#9467bd", "broadcast": "#8c564b", "native": "#7f7f7f"}
+          "ring": "#1f77b4", "rhd": "#2ca02c", "allpairs": "#9467bd", "broadcast": "#8c564b", "native": "#7f7f7f",
+          "auto": "#8b0000"}
 NAMES = {"stragglar": "StragglAR (auto K)", STRAGGLAR_AUTO: "StragglAR, pipelined (auto K)",
          "stragglar:1": "StragglAR K = 1 (paper's schedule)", STRAGGLAR_K1: "StragglAR, paper's schedule (K = 1)",
          "ring": "Ring", "rhd": "RHD", "allpairs": "MSCCL allpairs", "broadcast": "Broadcast (direct)",
-         "native": "native (MPI_Allreduce)"}
+         "native": "native (MPI_Allreduce)", "auto": "auto (the library picks per call)"}
 
 
 def color_of(algo: str) -> str:
@@ -384,22 +386,32 @@ def plot_delay_sweep(data: dict, machine: str | None = None) -> PlotSummary:
 # 3. Measured vs model (the main job)
 
 
+#: Characters per line of a bar's label (measured-vs-model): longer names wrap.
+TICK_CHARS = 18
+
+
+def wrapped(label: str) -> str:
+    return textwrap.fill(label, TICK_CHARS, break_long_words=False)
+
+
 def plot_measured_vs_model(bench: dict, machine: str | None = None) -> PlotSummary:
+    from matplotlib.patches import Patch
+
     rows = bench["rows"]
     sizes = sorted({r["bytes"] for r in rows})
-    fig, axes = new_figure(max(7.5, 1.1 + 1.25 * len({r['algo'] for r in rows}) * len(sizes)), 5.2, ncols=len(sizes))
+    # 1.6 inches a bar pair: the labels below, wrapped to TICK_CHARS, stay apart.
+    fig, axes = new_figure(max(7.5, 1.1 + 1.6 * len({r['algo'] for r in rows}) * len(sizes)), 5.4, ncols=len(sizes))
     summary = PlotSummary(fig, axes)
     for ax, size in zip(axes, sizes):
         srows = [r for r in rows if r["bytes"] == size]
         width = 0.38
         for i, r in enumerate(srows):
             c = color_of(r["algo"])
-            meas = ax.bar(i - width / 2, r["exposed_us"] / 1e3, width, color=c, edgecolor=c,
-                          label="measured (median)" if i == 0 else None)
+            meas = ax.bar(i - width / 2, r["exposed_us"] / 1e3, width, color=c, edgecolor=c)
             model = None
             if "predicted_exposed_us" in r:
                 model = ax.bar(i + width / 2, r["predicted_exposed_us"] / 1e3, width, color="white", edgecolor=c,
-                               hatch="///", label="calibrated model" if i == 0 else None)
+                               hatch="///")
                 ratio = r["exposed_us"] / r["predicted_exposed_us"]
                 top = max(r["exposed_us"], r["predicted_exposed_us"]) / 1e3
                 ax.annotate(f"meas/model\n{ratio:.2f}", (i, top), xytext=(0, 3), textcoords="offset points",
@@ -418,15 +430,18 @@ def plot_measured_vs_model(bench: dict, machine: str | None = None) -> PlotSumma
                 extra = f"K = {r['pipeline']}"
                 if r["algo"] != "stragglar" and ref:
                     extra += f"\n{r['exposed_us'] / ref:.2f}\u00d7 StragglAR's time"
-                return f"{name_of(r['algo'])}\n{extra}"
-            return name_of(r["algo"]) + (f"\n{r['exposed_us'] / ref:.2f}\u00d7 StragglAR's time" if ref else "")
+                return f"{wrapped(name_of(r['algo']))}\n{extra}"
+            return wrapped(name_of(r["algo"])) + (f"\n{r['exposed_us'] / ref:.2f}\u00d7 StragglAR's time" if ref else "")
 
         ax.set_xticklabels([tick(r) for r in srows], fontsize=8)
         ax.set_ylabel("exposed time (ms, from the straggler's arrival)")
         ax.set_ylim(0, max(max(r["exposed_us"], r.get("predicted_exposed_us", 0)) for r in srows) / 1e3 * 1.22)
         ax.grid(True, axis="y", alpha=0.3)
         ax.set_title(f"{format_bytes(size)} {srows[0]['type']} {srows[0]['redop']}", fontsize=10)
-        ax.legend(fontsize=8, loc="upper left")
+        # Legend from proxies: the first bar may be one without a model (auto, native).
+        ax.legend(handles=[Patch(facecolor="#555555", label="measured (median)"),
+                           Patch(facecolor="white", edgecolor="#555555", hatch="///", label="calibrated model")],
+                  fontsize=8, loc="upper left")
     cal = bench.get("calibration")
     delay = f"ideal (waiting phases only)" if bench.get("ideal") else f"{bench.get('delay_ms', 0):g} ms late"
     title = (f"Measured vs model, stragglar-bench: n = {bench['nranks']}, rank {bench.get('straggler')} {delay}, "

@@ -138,6 +138,11 @@ std::vector<ConfigVariable> make_table() {
        "0: skip the exact verification of schedules entering the plan cache.",
        [](std::string_view v, C& c) { return zero_or_one(v, c.verify); },
        [](const C& c) { return std::string(c.verify ? "1" : "0"); }},
+      {"STRAGGLAR_TRACE", "core", "a file name prefix or a directory", "(off)",
+       "A trace of every call: each rank writes PREFIX.c<C>.r<R>.jsonl and .json (Chrome trace); "
+       "python -m stragglar.report reads them (docs/trace.md).",
+       [](std::string_view v, C& c) { return c.trace_path = std::string(v), true; },
+       [](const C& c) { return c.trace_path; }},
       {"STRAGGLAR_MAX_MESSAGE_BYTES", "core", "an integer in [1, 2147483647]", "1073741824",
        "The largest single MPI message; bigger ones are split (below MPI's INT_MAX count limit).",
        [](std::string_view v, C& c) {

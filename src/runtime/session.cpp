@@ -68,6 +68,7 @@ Session::Session(Engine& engine, const char* api, const char* after_failure)
       nranks_(engine.transport().nranks()), executor_(engine.transport(), engine.device()), timeout_s_(config_.timeout_s) {
   configs_.reserve(16);
   engine_.transport().set_timeout(timeout_s_);  // the session's timeout from the first call on
+  trace_ = CallTrace::open(engine_, api_, rank_, nranks_);
 }
 
 void Session::set_timeout(double timeout_s) {
@@ -387,6 +388,7 @@ void Session::log_new_configuration(const Config& cfg, const Options& o, std::si
 
 void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype, ReduceOp op,
                         const Options& o, PhaseSelection phases) {
+  CallTrace::Call traced(trace_.get(), count, dtype, op, o);  // its entry now; recorded when it ends
   if (broken_) throw_broken();
   const Key key{static_cast<int>(o.algorithm), o.straggler < 0 ? nranks_ - 1 : o.straggler, o.pipeline, count,
                 static_cast<int>(dtype), static_cast<int>(op), static_cast<int>(phases),
@@ -461,6 +463,7 @@ void Session::call(const Config& cfg, const void* sendbuf, void* recvbuf, std::s
     mark_broken(e);
     throw;
   }
+  traced.done(last_choice_, cfg.automatic.get(), cfg.auto_native, shared_clock_, engine_, ranks_per_host_);
 }
 
 // All or nothing (docs/reliability.md class 6): the executor reduces in the caller's buffer, so

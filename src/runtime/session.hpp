@@ -33,6 +33,7 @@
 #include "runtime/auto_call.hpp"
 #include "runtime/auto_runner.hpp"
 #include "runtime/config_signature.hpp"
+#include "runtime/call_trace.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/env.hpp"
 #include "runtime/executor.hpp"
@@ -206,6 +207,7 @@ class Session {
   WarmUpMemory warm_up_;
   // During a configuration's first call: whether every rank can warm native up (agreed).
   bool warm_ups_agreed_ = false;
+  std::unique_ptr<CallTrace> trace_;  // STRAGGLAR_TRACE: every call recorded (call_trace.hpp); null: off
 };
 
 }  // namespace stragglar::detail
