@@ -397,6 +397,7 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
   if (it != configs_.end()) {
     check_known_call(it->second, o, sendbuf, recvbuf, count, dtype);
     call(it->second, sendbuf, recvbuf, count, dtype, op, phases, nullptr);
+    traced.done(last_choice_, it->second.automatic.get(), it->second.auto_native, shared_clock_, engine_, ranks_per_host_);
     return;
   }
   FirstCallTrace trace(config_.debug_trace && rank_ == 0);
@@ -409,6 +410,7 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
   } end_warm_ups{*this};
   const Config& cfg = first_call(key, sendbuf, recvbuf, count, dtype, op, o, phases, trace);
   call(cfg, sendbuf, recvbuf, count, dtype, op, phases, &trace);
+  traced.done(last_choice_, cfg.automatic.get(), cfg.auto_native, shared_clock_, engine_, ranks_per_host_);
   if (trace.on()) {
     trace.mark("run");
     std::fprintf(stderr, "stragglar TRACE: %s n=%d: first call of %s count=%zu %s %s: %s\n", api_, nranks_,
@@ -463,7 +465,6 @@ void Session::call(const Config& cfg, const void* sendbuf, void* recvbuf, std::s
     mark_broken(e);
     throw;
   }
-  traced.done(last_choice_, cfg.automatic.get(), cfg.auto_native, shared_clock_, engine_, ranks_per_host_);
 }
 
 // All or nothing (docs/reliability.md class 6): the executor reduces in the caller's buffer, so
