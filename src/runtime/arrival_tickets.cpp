@@ -77,12 +77,14 @@ std::uint64_t ArrivalTickets::word_of(std::int64_t call, bool all_in_time, int p
 // became the decision. Missing ranks are read from `entered`, which a rank sets before it takes
 // its ticket: when that count agrees with the tickets, no rank is between the two steps, and every
 // rank of the set will take a ticket after every rank outside it.
-bool ArrivalTickets::try_decide(std::int64_t call, std::span<const double> grace_s, std::uint64_t empty) {
+bool ArrivalTickets::try_decide(std::int64_t call, std::span<const double> grace_s, int expected_late,
+                                std::uint64_t empty) {
   const auto base = static_cast<std::uint64_t>(call) * static_cast<std::uint64_t>(n_);
   const std::uint64_t taken = tickets().load(std::memory_order_acquire) - base;
   if (taken >= static_cast<std::uint64_t>(n_)) return false;  // everyone is here: the last one decides
   const std::size_t k = static_cast<std::size_t>(n_) - taken;
-  if (k > grace_s.size() || !(grace_s[k - 1] < INFINITY)) return false;
+  const bool told = k == 1 && expected_late >= 0;
+  if (!told && (k > grace_s.size() || !(grace_s[k - 1] < INFINITY))) return false;
   missing_.clear();
   std::int64_t latest_ns = 0;
   const auto mark = static_cast<std::uint64_t>(call + 1);
@@ -91,7 +93,8 @@ bool ArrivalTickets::try_decide(std::int64_t call, std::span<const double> grace
     else latest_ns = std::max(latest_ns, static_cast<std::int64_t>(arrival_ns(r).load(std::memory_order_relaxed)));
   }
   if (missing_.size() != k) return false;  // a rank is between `entered` and its ticket
-  if (static_cast<double>(clock_() - latest_ns) < grace_s[k - 1] * 1e9) return false;
+  const double grace = told && missing_[0] == expected_late ? 0.0 : k <= grace_s.size() ? grace_s[k - 1] : INFINITY;
+  if (!(grace < INFINITY) || static_cast<double>(clock_() - latest_ns) < grace * 1e9) return false;
   Word* mask = proposal(call, rank_);
   for (std::size_t w = 0; w < mask_words_; ++w) mask[w].store(0, std::memory_order_relaxed);
   for (int r : missing_)
@@ -116,7 +119,8 @@ ArrivalDecision ArrivalTickets::read(std::int64_t call, std::uint64_t word, int 
   return d;
 }
 
-ArrivalDecision ArrivalTickets::arrive(std::int64_t call, std::span<const double> grace_s, double timeout_s) {
+ArrivalDecision ArrivalTickets::arrive(std::int64_t call, std::span<const double> grace_s, double timeout_s,
+                                      int expected_late) {
   if (call < 0 || call >= (std::int64_t{1} << (64 - kCallShift)) - 1)
     throw Error(ErrorCode::InvalidUsage, "arrival tickets: call " + std::to_string(call) + " is out of range");
   const std::int64_t now = clock_();
@@ -137,7 +141,7 @@ ArrivalDecision ArrivalTickets::arrive(std::int64_t call, std::span<const double
   for (;;) {
     word = decision(call).load(std::memory_order_acquire);
     if (call_of(word) == mark) return read(call, word, ticket);
-    if (try_decide(call, grace_s, empty)) continue;  // read back the word just written
+    if (try_decide(call, grace_s, expected_late, empty)) continue;  // read back the word just written
     if (clock_() > deadline) {
       std::string who;
       for (int r = 0; r < n_; ++r)

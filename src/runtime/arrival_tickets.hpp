@@ -1,6 +1,6 @@
 // Every call's own straggler, found by arrival order where the ranks share memory.
 //
-// The paper ("StragglAR: ..." § Limitations) notes that with stragglers that move from call to
+// The paper ("Efficient AllReduce with Stragglers", § Limitations) notes that with stragglers that move from call to
 // call, StragglAR needs "conditional execution of schedules based on the n−1 ranks that are first
 // ready". Learning a persistent late rank from past calls (the policy) cannot serve that case:
 // there is nothing to learn. Ranks on one host can instead see *this* call's arrivals: each rank
@@ -55,9 +55,14 @@ class ArrivalTickets {
   // Enters call `call` (0, 1, 2, … the same sequence on every rank of the block) and returns its
   // decision. `grace_s[k − 1]`: how long the ranks that arrived wait, after the latest arrival,
   // for k missing ranks before the call goes on without them (infinite or absent: wait for
-  // every rank). Waits at most `timeout_s` for a decision: Error(Timeout) names the missing
-  // ranks. Allocates nothing.
-  ArrivalDecision arrive(std::int64_t call, std::span<const double> grace_s, double timeout_s);
+  // every rank). `expected_late` (−1: none): a rank late in most recent calls; when it is the one
+  // rank missing, the call goes on without it at once (the same value on every rank). Waits at
+  // most `timeout_s` for a decision: Error(Timeout) names the missing ranks. Allocates nothing.
+  ArrivalDecision arrive(std::int64_t call, std::span<const double> grace_s, double timeout_s, int expected_late = -1);
+  // The same for the next call of this rank's sequence (0, 1, 2, …).
+  ArrivalDecision arrive_next(std::span<const double> grace_s, double timeout_s, int expected_late = -1) {
+    return arrive(next_call_++, grace_s, timeout_s, expected_late);
+  }
 
   int nranks() const noexcept { return n_; }
   int rank() const noexcept { return rank_; }
@@ -72,7 +77,7 @@ class ArrivalTickets {
   Word& arrival_ns(int r) const noexcept { return words_[4 + 2 * r]; }  // its entry on the clock
   Word* proposal(std::int64_t call, int proposer) const noexcept;       // bitset of late ranks
 
-  bool try_decide(std::int64_t call, std::span<const double> grace_s, std::uint64_t empty);
+  bool try_decide(std::int64_t call, std::span<const double> grace_s, int expected_late, std::uint64_t empty);
   ArrivalDecision read(std::int64_t call, std::uint64_t word, int ticket);
   std::uint64_t word_of(std::int64_t call, bool all_in_time, int proposer) const noexcept;
 
@@ -80,6 +85,7 @@ class ArrivalTickets {
   int n_, rank_;
   std::size_t mask_words_;
   ArrivalClock clock_;
+  std::int64_t next_call_ = 0;
   std::vector<int> late_;     // the decision's late ranks
   std::vector<int> missing_;  // scratch of try_decide
 };

@@ -73,7 +73,7 @@ class ManualClockCall {
       ranks_.emplace_back(block_.data(), n, r, [this] { return now_.load(std::memory_order_acquire); });
   }
   std::vector<Recorded> run(std::int64_t call, double grace_s, std::int64_t clock_at_last_arrival,
-                            bool wait_for_early_decision) {
+                            bool wait_for_early_decision, int expected_late = -1) {
     std::vector<Recorded> out(static_cast<std::size_t>(n_));
     const std::vector<double> grace = {grace_s};
     std::atomic<int> returned{0};
@@ -83,7 +83,8 @@ class ManualClockCall {
     for (int r = 0; r + 1 < n_; ++r)
       early.emplace_back([&, r] {
         entered.fetch_add(1);
-        out[static_cast<std::size_t>(r)] = record(ranks_[static_cast<std::size_t>(r)].arrive(call, grace, 5.0));
+        out[static_cast<std::size_t>(r)] =
+            record(ranks_[static_cast<std::size_t>(r)].arrive(call, grace, 5.0, expected_late));
         returned.fetch_add(1);
       });
     while (entered.load() < n_ - 1) std::this_thread::yield();
@@ -91,7 +92,7 @@ class ManualClockCall {
     now_.store(base_ + clock_at_last_arrival, std::memory_order_release);
     if (wait_for_early_decision)
       while (returned.load() < n_ - 1) std::this_thread::yield();
-    out.back() = record(ranks_.back().arrive(call, grace, 5.0));
+    out.back() = record(ranks_.back().arrive(call, grace, 5.0, expected_late));
     for (auto& t : early) t.join();
     base_ += 1'000'000'000;  // the next call a second later
     return out;
@@ -137,6 +138,19 @@ TEST(ArrivalTickets, TheLastRankBeforeAtAndAfterTheGrace) {
       EXPECT_EQ(at[0].late, std::vector<int>{n - 1});
     }
   }
+}
+
+TEST(ArrivalTickets, ARankLateInRecentCallsIsNotWaitedFor) {
+  constexpr int n = 4;
+  ManualClockCall job(n);
+  // The clock does not move: only the told rank being the one missing lets the call go on.
+  const std::vector<Recorded> told = job.run(0, 10.0, 0, true, /*expected_late=*/n - 1);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(told[static_cast<std::size_t>(r)].late, std::vector<int>{n - 1}) << "rank " << r;
+    EXPECT_EQ(told[static_cast<std::size_t>(r)].i_am_late, r == n - 1) << "rank " << r;
+  }
+  // Another rank told: the missing one is waited for as usual.
+  for (const Recorded& d : job.run(1, 10.0, 0, false, /*expected_late=*/1)) EXPECT_TRUE(d.all_in_time);
 }
 
 TEST(ArrivalTickets, NoGraceWaitsForEveryRank) {
