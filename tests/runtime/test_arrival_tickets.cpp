@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/arrival_choice.hpp"
 #include "runtime/arrival_tickets.hpp"
 #include "stragglar/error.hpp"
 #include "thread_engine.hpp"
@@ -230,6 +231,68 @@ TEST(ArrivalTickets, RandomArrivalsGiveEveryRankTheSameDecision) {
     // purpose); printed to show what this run exercised.
     std::printf("n %d: %d of %d calls went on without a late rank\n", n, late_calls, kCalls);
   }
+}
+
+// ---- auto's use of them (arrival_choice.hpp) -------------------------------------------------
+
+// A model shaped like the policy tests': StragglAR = a ReduceScatter (0.12 s) the delay hides,
+// then 0.09 s; stragglar-k the same with 0.13 s; Ring 0.178 s, RHD 0.151 s.
+Predictor shaped_model(double stragglar_rest = 0.09) {
+  return [stragglar_rest](const Choice& c, double d) {
+    switch (c.algorithm) {
+      case Algorithm::stragglar: return std::max(0.12 - d, 0.0) + stragglar_rest;
+      case Algorithm::stragglar_k: return std::max(0.12 - d, 0.0) + 0.13;
+      case Algorithm::ring: return 0.178;
+      case Algorithm::rhd: return 0.151;
+      default: return std::nan("");
+    }
+  };
+}
+
+TEST(ArrivalChoice, GracesAreWhatStartingWithoutTheLateRanksCostsWhenTheyComeAtOnce) {
+  const std::vector<Algorithm> all = {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd, Algorithm::native,
+                                      Algorithm::stragglar_k};
+  const ArrivalChoice a(8, shaped_model(), all);
+  ASSERT_EQ(a.grace_s().size(), 2u);
+  EXPECT_NEAR(a.grace_s()[0], 0.21 - 0.151, 1e-12);  // StragglAR's worst case − RHD
+  EXPECT_NEAR(a.grace_s()[1], 0.25 - 0.151, 1e-12);  // stragglar-k's
+  // Not a candidate, or no gain even at an infinite delay: wait for every rank.
+  const ArrivalChoice no_k(8, shaped_model(), {Algorithm::stragglar, Algorithm::rhd});
+  EXPECT_TRUE(std::isinf(no_k.grace_s()[1]));
+  const ArrivalChoice no_gain(8, shaped_model(0.16), all);
+  EXPECT_TRUE(std::isinf(no_gain.grace_s()[0]));
+  // Two ranks: one can be late, never two.
+  EXPECT_EQ(ArrivalChoice(2, shaped_model(), all).grace_s().size(), 1u);
+}
+
+TEST(ArrivalChoice, ARankLateCallAfterCallIsFollowedAndNotWaitedFor) {
+  // Two ranks on a clock the test moves: rank 1 comes after rank 0 has waited out its grace in
+  // every call; after a majority of recent calls rank 0 no longer waits for it.
+  Block b(2);
+  std::atomic<std::int64_t> now{1'000'000'000};
+  const auto clock = [&now] { return now.load(); };
+  ArrivalTickets t0(b.data(), 2, 0, clock), t1(b.data(), 2, 1, clock);
+  const std::vector<Algorithm> all = {Algorithm::stragglar, Algorithm::ring, Algorithm::rhd};
+  ArrivalChoice a0(2, shaped_model(), all), a1(2, shaped_model(), all);
+  for (int call = 0; call < 8; ++call) {
+    std::optional<Choice> c0;
+    std::thread early([&] { c0 = a0.arrive(t0, 5.0); });
+    if (a0.expected_late() != 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      now += 1'000'000'000;  // past any grace
+    }
+    early.join();  // rank 0 decided without rank 1
+    const std::optional<Choice> c1 = a1.arrive(t1, 5.0);
+    ASSERT_TRUE(c0.has_value()) << "call " << call;
+    ASSERT_TRUE(c1.has_value()) << "call " << call;
+    EXPECT_EQ(c0->algorithm, Algorithm::stragglar);
+    EXPECT_EQ(c0->straggler, 1);
+    EXPECT_EQ(c1->straggler, 1);
+    EXPECT_EQ(a0.expected_late(), a1.expected_late()) << "call " << call;
+    EXPECT_EQ(a0.expected_late(), call >= 2 ? 1 : -1) << "call " << call;  // 3 of the last 5
+  }
+  EXPECT_EQ(a0.calls(), 8);
+  EXPECT_EQ(a0.late_calls(), 8);
 }
 
 }  // namespace
