@@ -45,4 +45,18 @@ SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, 
 SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay,
                    const std::vector<int>& late);
 
+// Arrival tickets (docs/arrival-tickets.md): the ranks that arrived wait `grace_s` after the
+// last of them for the straggler. If it comes within that, the call runs `symmetric`; otherwise
+// deciding takes `decision_s` (an atomic in shared memory on one host: about a microsecond; on a
+// GPU, a kernel's write to mapped memory and a CUDA graph conditional node: microseconds more)
+// and `stragglar`, told that rank, starts then; the straggler joins when it arrives.
+struct ArrivalTicketCost {
+  double grace_s = 0;
+  double decision_s = 0;
+};
+// One call with the straggler (rank s.straggler of `stragglar`) `delay_s` late. Throws
+// Error(InvalidUsage) for a negative time or schedules of different rank counts.
+SimResult simulate_arrival_tickets(const Schedule& stragglar, const Schedule& symmetric, std::size_t bytes,
+                                   const CostModel& cost, double delay_s, ArrivalTicketCost t);
+
 }  // namespace stragglar

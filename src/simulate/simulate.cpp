@@ -134,4 +134,29 @@ SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, 
   return res;
 }
 
+SimResult simulate_arrival_tickets(const Schedule& stragglar, const Schedule& symmetric, std::size_t bytes,
+                                   const CostModel& cost, double delay_s, ArrivalTicketCost t) {
+  require(delay_s >= 0 && t.grace_s >= 0 && t.decision_s >= 0,
+          "arrival tickets: delay " + std::to_string(delay_s) + " s, grace " + std::to_string(t.grace_s) +
+              " s, decision " + std::to_string(t.decision_s) + " s, expected >= 0");
+  require(stragglar.nranks == symmetric.nranks && stragglar.straggler.has_value(),
+          "arrival tickets: expected a schedule told a straggler and a symmetric one of the same rank count");
+  if (delay_s < t.grace_s) {  // in time: the symmetric schedule, after the last rank's own decision
+    SimResult r = simulate(symmetric, bytes, cost, Delay{false, delay_s});
+    r.time_s += t.decision_s;
+    r.exposed_s += t.decision_s;
+    return r;
+  }
+  const double start = t.grace_s + t.decision_s;
+  std::vector<double> arrival(static_cast<std::size_t>(stragglar.nranks), start);
+  // The straggler cannot start before the decision it reads.
+  arrival[static_cast<std::size_t>(*stragglar.straggler)] = std::max(delay_s, start);
+  SimResult r;
+  r.rounds = stragglar.total_rounds();
+  r.delay_s = delay_s;
+  r.time_s = simulate_events(stragglar, bytes, cost, arrival).last_finish_s;
+  r.exposed_s = r.time_s - delay_s;
+  return r;
+}
+
 }  // namespace stragglar

@@ -147,3 +147,31 @@ TEST(Simulate, RejectsBadModels) {
 
 }  // namespace
 }  // namespace stragglar
+
+namespace stragglar {
+namespace {
+
+TEST(Simulate, ArrivalTicketsBetweenTheSymmetricScheduleAndStragglarToldTheRank) {
+  const CostModel c = paper_cost();
+  const int n = 8;
+  const std::size_t bytes = 64u << 20;
+  const Schedule sar = synthesize(Algorithm::stragglar, n);
+  const Schedule rhd = synthesize(Algorithm::rhd, n);
+  const double worst = simulate(sar, bytes, c, Delay{false, 0}).exposed_s;
+  const double sym = simulate(rhd, bytes, c, Delay{false, 0}).exposed_s;
+  const double ideal = simulate(sar, bytes, c, Delay{true, 0}).exposed_s;
+  const ArrivalTicketCost t{std::max(0.0, worst - sym), 2e-6};
+  // In time: the symmetric schedule plus the decision.
+  expect_rel(simulate_arrival_tickets(sar, rhd, bytes, c, 0.0, t).exposed_s, sym + t.decision_s, "in time");
+  // Far beyond the grace: as StragglAR told the rank with the delay hidden.
+  expect_rel(simulate_arrival_tickets(sar, rhd, bytes, c, 10.0, t).exposed_s, ideal, "far beyond");
+  // Just after the grace: at most StragglAR's worst case plus the decision.
+  const double just = simulate_arrival_tickets(sar, rhd, bytes, c, t.grace_s, t).exposed_s;
+  EXPECT_LE(just, worst + t.decision_s + 1e-12);
+  EXPECT_GE(just, ideal);
+  EXPECT_THROW(simulate_arrival_tickets(sar, rhd, bytes, c, -1.0, t), Error);
+  EXPECT_THROW(simulate_arrival_tickets(rhd, sar, bytes, c, 0.0, t), Error);
+}
+
+}  // namespace
+}  // namespace stragglar

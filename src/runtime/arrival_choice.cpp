@@ -1,0 +1,73 @@
+// ArrivalChoice: graces from the model, and what a call without its late ranks runs
+// (arrival_choice.hpp).
+#include "runtime/arrival_choice.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace stragglar::detail {
+
+namespace {
+
+bool candidate(const std::vector<Algorithm>& list, Algorithm a) {
+  return std::find(list.begin(), list.end(), a) != list.end();
+}
+
+// Never wait less than this fraction of the symmetric call: arrival jitter is not a straggler.
+constexpr double kMinGraceFraction = 0.02, kMinGraceS = 5e-6;
+// Two late ranks at most are told to stragglar-k; more wait (the symmetric schedule).
+constexpr int kMaxLate = 2;
+
+}  // namespace
+
+ArrivalChoice::ArrivalChoice(int nranks, const Predictor& predict, const std::vector<Algorithm>& candidates)
+    : n_(nranks), recent_late_(kRecent, -1) {
+  const double late_for_ever = 1e4;
+  double symmetric = INFINITY;
+  for (Algorithm a : {Algorithm::ring, Algorithm::rhd})
+    if (candidate(candidates, a)) {
+      const double t = predict(Choice{a, -1}, 0.0);
+      if (std::isfinite(t) && t > 0) symmetric = std::min(symmetric, t);
+    }
+  const double floor = std::max(kMinGraceS, kMinGraceFraction * symmetric);
+  for (int k = 1; k <= std::min(kMaxLate, nranks / 2); ++k) {
+    std::vector<int> last(static_cast<std::size_t>(k));
+    std::iota(last.begin(), last.end(), nranks - k);  // any k ranks: the model is symmetric in them
+    const Choice c = k == 1 ? Choice{Algorithm::stragglar, nranks - 1} : Choice{Algorithm::stragglar_k, -1, last};
+    double grace = INFINITY;
+    if (candidate(candidates, c.algorithm) && std::isfinite(symmetric)) {
+      const double worst = predict(c, 0.0), best = predict(c, late_for_ever);
+      if (std::isfinite(worst) && std::isfinite(best) && best < symmetric) grace = std::max(floor, worst - symmetric);
+    }
+    grace_s_.push_back(grace);
+  }
+}
+
+std::optional<Choice> ArrivalChoice::arrive(ArrivalTickets& tickets, double timeout_s) {
+  const ArrivalDecision d = tickets.arrive_next(grace_s_, timeout_s, expected_late_);
+  ++calls_;
+  // Which single rank was late, in the same order on every rank: every rank reads the same
+  // decisions, so every rank expects the same rank next.
+  recent_late_[static_cast<std::size_t>(recent_pos_)] = d.late.size() == 1 ? d.late.front() : -1;
+  recent_pos_ = (recent_pos_ + 1) % kRecent;
+  expected_late_ = -1;
+  for (int r : recent_late_)
+    if (r >= 0 && 2 * std::count(recent_late_.begin(), recent_late_.end(), r) > kRecent) expected_late_ = r;
+  if (d.all_in_time) return std::nullopt;
+  ++late_calls_;
+  if (d.late.size() == 1) return Choice{Algorithm::stragglar, d.late.front()};
+  auto known = std::find_if(sets_.begin(), sets_.end(), [&](const std::vector<int>& s) {
+    return std::equal(s.begin(), s.end(), d.late.begin(), d.late.end());
+  });
+  if (known == sets_.end()) {
+    if (sets_.size() == kMaxSets) {
+      --late_calls_;
+      return std::nullopt;  // the symmetric choice, which waits for the set
+    }
+    known = sets_.insert(sets_.end(), std::vector<int>(d.late.begin(), d.late.end()));
+  }
+  return Choice{Algorithm::stragglar_k, -1, *known};
+}
+
+}  // namespace stragglar::detail
