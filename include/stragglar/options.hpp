@@ -55,6 +55,10 @@ struct StragglerReport {
   bool exposed_time_exact = false;             // auto measures each call's exposed time on one clock
                                                // (every rank on one machine, a host engine), not
                                                // estimated from in-call times (docs/auto.md)
+  std::int64_t arrival_calls = 0;              // calls that took an arrival ticket (STRAGGLAR_ARRIVAL_TICKETS,
+                                               // docs/arrival-tickets.md) ...
+  std::int64_t arrival_late_calls = 0;         // ... and of them, run without their late ranks (StragglAR
+                                               // told this call's late rank, stragglar-k its pair)
 };
 
 // Options{} with the STRAGGLAR_ALGORITHM, STRAGGLAR_STRAGGLER and STRAGGLAR_PIPELINE

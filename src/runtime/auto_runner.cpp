@@ -199,13 +199,26 @@ const Plan* AutoRunner::plan_for(AutoHost& host, const Choice& c) {
 // the same". The configuration's first call runs right after the agreement, which waited for
 // every rank: the policy (first_call_synchronised) takes from it no late rank, only the time of a
 // straggler-agnostic choice (native, which has no model, runs in it).
-Choice AutoRunner::call(AutoHost& host, double timeout_s) {
+Choice AutoRunner::call(AutoHost& host, double timeout_s, ArrivalTickets* tickets) {
   CallTimer& timer = *timer_;
   // The exchange begun after the previous call (split: docs/auto.md "The exchange"): its
   // messages came while the ranks left that call and entered this one, so this returns at once,
   // and the decision it brings is taken before this call picks — as if it had ended right away.
   if (in_flight_ && timer.exchange_ends_at_next_call()) finish_exchange(host, timeout_s);
   const bool first_call = policy_.calls_begun() == 0;
+  // The configuration's first call follows the agreement (nobody late) and measures native:
+  // tickets from the next call on.
+  if (tickets && !first_call) {
+    if (!arrivals_) {
+      PredictionCache model(options_, nranks_, count_ * size_of(dtype_));
+      arrivals_.emplace(nranks_, [&model](const Choice& c, double d) { return model(c, d); },
+                        policy_.config().candidates);
+    }
+    if (const std::optional<Choice> late = arrivals_->arrive(*tickets, timeout_s)) {
+      host.run(*late, plan_for(host, *late));
+      return *late;
+    }
+  }
   const Choice c = policy_.begin_call();
   const Plan* plan = plan_for(host, c);
   // The first call measures native (docs/auto.md "The first calls"); its first runs are cold
@@ -276,6 +289,11 @@ StragglerReport AutoRunner::report(int nranks) const {
   r.calls = p.calls_begun();
   r.decisions = p.decisions();
   r.exposed_time_exact = p.config().shared_clock;
+  if (arrivals_) {
+    r.calls += arrivals_->late_calls();  // run without the policy
+    r.arrival_calls = arrivals_->calls();
+    r.arrival_late_calls = arrivals_->late_calls();
+  }
   return r;
 }
 

@@ -8,9 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "runtime/arrival_choice.hpp"
 #include "runtime/call_timer.hpp"
 #include "runtime/env.hpp"
 #include "runtime/straggler_policy.hpp"
@@ -61,8 +63,14 @@ class AutoRunner {
   // One call: the policy's choice, run through host.run, timed, exchanged and decided when due
   // (an exchange the timer ends at the next call: decided at the start of this configuration's
   // next call, before it picks). Returns what ran. Every rank makes the same calls at the same
-  // call index.
-  Choice call(AutoHost& host, double timeout_s);
+  // call index. With `tickets` (every rank of the communicator shares one host: arrival
+  // tickets, docs/arrival-tickets.md), each call after the configuration's first takes one: a
+  // call whose late ranks the tickets name runs StragglAR told them (ArrivalChoice), without the
+  // policy; a call every rank reached in time runs the policy's choice. Every rank passes tickets
+  // or none.
+  Choice call(AutoHost& host, double timeout_s, ArrivalTickets* tickets = nullptr);
+  // Arrival tickets' part (null before the first call that took a ticket).
+  const ArrivalChoice* arrivals() const noexcept { return arrivals_ ? &*arrivals_ : nullptr; }
   const StragglerPolicy& policy() const noexcept { return policy_; }
   // Whether the engine's native is one of the candidates (what to reserve for it).
   bool may_run_native() const noexcept { return may_run_native_; }
@@ -92,6 +100,7 @@ class AutoRunner {
   int untaken_ = 0;        // calls timed whose time is not recorded yet (GPU: the lag)
   bool in_flight_ = false; // an exchange begun and not yet decided
   int in_flight_age_ = 0;  // calls since it began
+  std::optional<ArrivalChoice> arrivals_;  // made at the first call that takes a ticket
 };
 
 }  // namespace stragglar::detail

@@ -138,6 +138,22 @@ std::vector<ConfigVariable> make_table() {
        "0: skip the exact verification of schedules entering the plan cache.",
        [](std::string_view v, C& c) { return zero_or_one(v, c.verify); },
        [](const C& c) { return std::string(c.verify ? "1" : "0"); }},
+      {"STRAGGLAR_ARRIVAL_TICKETS", "core", "off, auto or on", "off",
+       "algorithm = auto: find each call's late ranks by the order the ranks arrive in, where every rank shares one "
+       "host's memory (docs/arrival-tickets.md). auto: where the ranks can; on: an error where they cannot. Any case.",
+       [](std::string_view v, C& c) {
+         const std::string m = lower(v);
+         if (m == "off") c.arrival_tickets = ArrivalTicketsMode::off;
+         else if (m == "auto") c.arrival_tickets = ArrivalTicketsMode::automatic;
+         else if (m == "on") c.arrival_tickets = ArrivalTicketsMode::on;
+         else return false;
+         return true;
+       },
+       [](const C& c) {
+         return std::string(c.arrival_tickets == ArrivalTicketsMode::on          ? "on"
+                            : c.arrival_tickets == ArrivalTicketsMode::automatic ? "auto"
+                                                                                 : "off");
+       }},
       {"STRAGGLAR_TRACE", "core", "a file name prefix or a directory", "(off)",
        "A trace of every call: each rank writes PREFIX.c<C>.r<R>.jsonl and .json (Chrome trace); "
        "python -m stragglar.report reads them (docs/trace.md).",

@@ -22,6 +22,9 @@ namespace stragglar::detail {
 
 // How a UCX rank waits for its messages (UcxOptions::Wait has the same names).
 enum class UcxWaitMode { poll_fd, backoff, yield_poll };
+// Whether auto finds each call's late ranks by arrival tickets (arrival_tickets.hpp): off; auto
+// (where every rank shares one host's memory and clock); on (and an error where they cannot).
+enum class ArrivalTicketsMode { off, automatic, on };
 // Which UCX endpoints get UCX's error handling (UcxOptions::ErrorMode).
 enum class UcxErrorMode { per_host, peer, none };
 
@@ -36,6 +39,7 @@ struct RuntimeConfig {
   bool cost_from_env = false;  // any of the three cost-model variables was set
   std::size_t max_message_bytes = std::size_t{1} << 30;
   int auto_period = 5;
+  ArrivalTicketsMode arrival_tickets = ArrivalTicketsMode::off;  // STRAGGLAR_ARRIVAL_TICKETS
   std::string trace_path;  // STRAGGLAR_TRACE: where each rank writes its trace; "" = off (call_trace.hpp)
   // Defaults for the options (std::nullopt: not set).
   std::optional<Algorithm> algorithm;

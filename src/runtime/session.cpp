@@ -63,8 +63,8 @@ std::size_t Session::KeyHash::operator()(const Key& k) const noexcept {
 }
 
 // The configuration is read once, here (env() raises for a malformed STRAGGLAR_* variable).
-Session::Session(Engine& engine, const char* api, const char* after_failure)
-    : engine_(engine), api_(api), after_failure_(after_failure), config_(env()), rank_(engine.transport().rank()),
+Session::Session(Engine& engine, const char* api, const char* after_failure, const RuntimeConfig* config)
+    : engine_(engine), api_(api), after_failure_(after_failure), config_(config ? *config : env()), rank_(engine.transport().rank()),
       nranks_(engine.transport().nranks()), executor_(engine.transport(), engine.device()), timeout_s_(config_.timeout_s) {
   configs_.reserve(16);
   engine_.transport().set_timeout(timeout_s_);  // the session's timeout from the first call on
@@ -200,6 +200,7 @@ void Session::discover_hosts() {
   const std::span<const std::int64_t> host(ids.data(), n), clock(ids.data() + n, n);
   ranks_per_host_ = host_major_ranks_per_host(host);
   shared_clock_ = clock[0] >= 0 && std::all_of(clock.begin(), clock.end(), [&](std::int64_t c) { return c == clock[0]; });
+  one_host_ = std::all_of(host.begin(), host.end(), [&](std::int64_t h) { return h == host[0]; });
   if (config_.debug_info && rank_ == 0)
     std::fprintf(stderr, "stragglar INFO: %s n=%d: %s\n", api_, nranks_,
                  ranks_per_host_ ? ("hosts: " + std::to_string(nranks_ / ranks_per_host_) + " of " +
@@ -240,8 +241,38 @@ const Session::Config& Session::first_call(const Key& key, const void* sendbuf, 
   warm_ups_agreed_ = agreed.warm_up_memory;
   if (!warm_ups_agreed_) warm_up_.release();
   cfg.tag = take_tag(agreed.tag);
+  if (cfg.automatic && !tickets_tried_) {
+    set_up_arrival_tickets();  // every rank: the agreement above went through on all of them
+    trace.mark("arrival tickets");
+  }
   log_new_configuration(cfg, o, count, dtype, op, signature[SignatureField::resolved_k]);
   return configs_.emplace(key, std::move(cfg)).first->second;
+}
+
+void Session::set_up_arrival_tickets() {
+  tickets_tried_ = true;
+  const ArrivalTicketsMode mode = config_.arrival_tickets;
+  if (mode == ArrivalTicketsMode::off || nranks_ < 2) return;
+  std::string why;
+  if (!one_host_ || !shared_clock_) {
+    why = "the ranks do not all share one host and clock";
+  } else {
+    arrival_block_ = std::make_unique<SharedBlock>(ArrivalTickets::bytes(nranks_), rank_, [this](std::span<std::int64_t> v) {
+      agree_or_break(v, "the arrival tickets' shared memory");
+    });
+    if (arrival_block_->data())
+      tickets_.emplace(arrival_block_->data(), nranks_, rank_);
+    else
+      why = arrival_block_->why();
+  }
+  if (config_.debug_info && rank_ == 0)
+    std::fprintf(stderr, "stragglar INFO: %s n=%d: arrival tickets %s%s\n", api_, nranks_, tickets_ ? "on" : "off: ",
+                 why.c_str());
+  if (!tickets_ && mode == ArrivalTicketsMode::on) {  // the same on every rank: the block was agreed
+    tickets_tried_ = false;  // and the next new configuration says so again
+    throw Error(ErrorCode::InvalidUsage, std::string(api_) + ": STRAGGLAR_ARRIVAL_TICKETS=on, but " + why +
+                                             " (expected every rank on one host; auto leaves them off there)");
+  }
 }
 
 std::optional<Error> Session::prepare(const Key& key, const void* sendbuf, void* recvbuf, std::size_t count,
@@ -453,7 +484,7 @@ void Session::call(const Config& cfg, const void* sendbuf, void* recvbuf, std::s
         prepare_auto_in_place(*cfg.automatic, count * size_of(dtype));
       last_auto_ = cfg.automatic;
       AutoCall host(*this, sendbuf, recvbuf, count, dtype, op, cfg.tag, trace);
-      last_choice_ = cfg.automatic->call(host, timeout_s_);
+      last_choice_ = cfg.automatic->call(host, timeout_s_, tickets_ ? &*tickets_ : nullptr);
     } else {
       last_choice_ = {cfg.algorithm, cfg.straggler};
       run(cfg.algorithm, cfg.plan.get(), cfg.tag, sendbuf, recvbuf, count, dtype, op, phases,

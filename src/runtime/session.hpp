@@ -31,12 +31,14 @@
 #include <vector>
 
 #include "runtime/auto_call.hpp"
+#include "runtime/arrival_tickets.hpp"
 #include "runtime/auto_runner.hpp"
 #include "runtime/config_signature.hpp"
 #include "runtime/call_trace.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/env.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/shared_block.hpp"
 #include "runtime/first_call_trace.hpp"
 #include "runtime/straggler_policy.hpp"
 #include "stragglar/error.hpp"
@@ -50,7 +52,10 @@ class Session {
  public:
   // `api` names the front-end's call in messages ("stragglar::allreduce", "stragglarNcclAllReduce");
   // `after_failure` tells its user what to do with a broken session, in its own terms.
-  Session(Engine& engine, const char* api, const char* after_failure = "free it and create a new one");
+  // `config`: STRAGGLAR_* as read from the environment unless given (tests); it must outlive the
+  // session.
+  Session(Engine& engine, const char* api, const char* after_failure = "free it and create a new one",
+          const RuntimeConfig* config = nullptr);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -192,7 +197,14 @@ class Session {
   double timeout_s_;
   bool hosts_known_ = false;
   int ranks_per_host_ = 0;  // host_major_ranks_per_host of this communicator; 0: one host or no layout
-  bool shared_clock_ = false;  // every rank reads one monotonic clock (Engine::clock_id)
+  bool shared_clock_ = false;
+  bool one_host_ = false;       // every rank on one host (equal host ids)
+  // Arrival tickets (docs/arrival-tickets.md), set up at the first auto configuration's first
+  // call when STRAGGLAR_ARRIVAL_TICKETS allows and every rank shares one host and clock.
+  void set_up_arrival_tickets();
+  bool tickets_tried_ = false;
+  std::unique_ptr<SharedBlock> arrival_block_;
+  std::optional<ArrivalTickets> tickets_;  // every rank reads one monotonic clock (Engine::clock_id)
   void* scratch_ = nullptr;
   std::size_t scratch_size_ = 0;
   // The copy of the caller's recvbuf a call puts back if it raises (keeps_buffers).

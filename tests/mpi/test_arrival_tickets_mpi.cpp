@@ -1,4 +1,4 @@
-// Arrival tickets between MPI processes (mpi_shared_block.hpp + arrival_tickets.hpp): on one host
+// Arrival tickets between MPI processes (shared_block.hpp + arrival_tickets.hpp): on one host
 // the block is shared, and over many calls with a random late rank (or two) every process reads
 // the same decision and a late rank holds the last tickets. Prints "arrival tickets: OK" and
 // exits 0, or names the first disagreement and exits 1. Nothing is timed.
@@ -9,15 +9,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include "runtime/arrival_tickets.hpp"
-#include "runtime/mpi_shared_block.hpp"
+#include "runtime/shared_block.hpp"
 
 using stragglar::detail::ArrivalDecision;
 using stragglar::detail::ArrivalTickets;
-using stragglar::detail::MpiSharedBlock;
+using stragglar::detail::SharedBlock;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -26,9 +27,11 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   int failed = 0;
   {
-    MpiSharedBlock block(MPI_COMM_WORLD, ArrivalTickets::bytes(n));
+    SharedBlock block(ArrivalTickets::bytes(n), rank, [](std::span<std::int64_t> v) {
+      MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    });
     if (!block.data()) {
-      if (rank == 0) std::printf("arrival tickets: no shared block on one host (the MPI refused a shared window)\n");
+      if (rank == 0) std::printf("arrival tickets: no shared block on one host: %s\n", block.why().c_str());
       failed = 1;
     } else {
       ArrivalTickets tickets(block.data(), n, rank);

@@ -12,6 +12,8 @@
 //                                    call: Timeout everywhere, no stray writes, clean finalize
 //   test_mpi_allreduce auto_late [R] algorithm = auto, rank R late by 30 ms before each of 30 calls:
 //                                    the same choice on every rank, exact results, R reported late
+//   test_mpi_allreduce auto_moving   auto with arrival tickets, a random rank late by 30 ms before each
+//                                    of 30 calls: same choices, exact, every call after the first ticketed
 //   test_mpi_allreduce auto_late_set auto, ranks n-2 and n-1 late together by 30 ms before each of 30
 //                                    calls (issue #23): the same choice (set included) on every rank,
 //                                    exact, the set learned and reported, stragglar-k told it run
@@ -37,6 +39,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -638,6 +641,41 @@ int auto_late(int late, int calls, int delay_ms) {
   return 0;
 }
 
+// algorithm = auto with a different random rank late before each call (one seed on every rank)
+// and arrival tickets on (STRAGGLAR_ARRIVAL_TICKETS=on, docs/arrival-tickets.md): every rank
+// runs the same choice at every call, the results stay exact (so identical on every rank), and
+// every call after the configuration's first took a ticket.
+int auto_moving(int calls, int delay_ms) {
+  const std::size_t count = (1 << 16) + 3;  // chunks of unequal sizes
+  std::vector<float> buf(count);
+  Options o = options_for("auto");
+  std::vector<int> ran;
+  std::mt19937 shared(11);
+  for (int call = 0; call < calls; ++call) {
+    const int late = static_cast<int>(shared() % static_cast<unsigned>(g_n));
+    for (std::size_t i = 0; i < count; ++i) buf[i] = static_cast<float>((g_rank + 1) * static_cast<int>(i % 5) + call);
+    if (g_rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, MPI_COMM_WORLD, o);
+    ++g_checked;
+    for (std::size_t i = 0; i < count; ++i)
+      if (buf[i] != static_cast<float>(g_n * (g_n + 1) / 2 * static_cast<int>(i % 5) + g_n * call)) {
+        fail("auto call " + std::to_string(call) + ": wrong result at " + std::to_string(i));
+        break;
+      }
+    const detail::Choice c = detail::mpi_session(MPI_COMM_WORLD).last_choice();
+    ran.push_back(static_cast<int>(c.algorithm) * 10000 + c.straggler + 1);
+  }
+  expect_same_choices_on_every_rank(ran, "auto with arrival tickets");
+  const StragglerReport rep = straggler_report(MPI_COMM_WORLD);
+  if (!rep.active || rep.calls != calls || rep.arrival_calls != calls - 1)
+    fail("auto report: calls " + std::to_string(rep.calls) + ", arrival-ticket calls " + std::to_string(rep.arrival_calls) +
+         " (expected " + std::to_string(calls - 1) + ")");
+  if (g_rank == 0)
+    std::printf("auto with arrival tickets: %lld of %d calls went on without their late rank\n",
+                static_cast<long long>(rep.arrival_late_calls), calls);
+  return 0;
+}
+
 // auto with two ranks late together (issue #23 item 4): the policy learns the set from the
 // exchanged in-call times; every rank must run the same choices (sets included), exactly.
 int auto_late_set(int calls, int delay_ms) {
@@ -859,6 +897,8 @@ int main(int argc, char** argv) {
     errors();
   } else if (mode == "auto_late") {
     auto_late(argc > 2 ? std::atoi(argv[2]) : g_n / 2, 30, 30);
+  } else if (mode == "auto_moving") {
+    auto_moving(30, 30);
   } else if (mode == "auto_late_set") {
     if (g_n >= 4) auto_late_set(30, 30);
     else if (g_rank == 0) std::printf("auto_late_set needs 4+ ranks: skipped\n");
@@ -878,7 +918,7 @@ int main(int argc, char** argv) {
     const int victim = argc > 2 ? std::atoi(argv[2]) : g_n - 1;
     stop_peer(victim, argc > 3 ? argv[3] : "", mode == "kill", mode == "stop_auto");
   } else {
-    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, auto_late_set, cluster, late_set, late, tiny_timeout, mismatch_known, bad_env, stop, stop_auto, kill\n", mode.c_str());
+    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, auto_moving, auto_late_set, cluster, late_set, late, tiny_timeout, mismatch_known, bad_env, stop, stop_auto, kill\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   long totals[2] = {g_failures, g_checked}, sums[2];

@@ -10,11 +10,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <new>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -892,6 +894,128 @@ TEST(Session, AKnownConfigurationMakesNoHeapAllocation) {
       EXPECT_EQ(total, 0) << to_string(a) << " n=" << n << ": heap allocations on the hot path";
     }
   }
+}
+
+}  // namespace
+}  // namespace stragglar
+
+namespace stragglar {
+namespace {
+
+// ---- arrival tickets (docs/arrival-tickets.md) ---------------------------------------------------
+
+detail::RuntimeConfig tickets_config(detail::ArrivalTicketsMode mode) {
+  detail::RuntimeConfig c = detail::env();
+  c.arrival_tickets = mode;
+  return c;
+}
+
+// n ranks on threads with the given configuration; `host_of(r)` (-1: the process's host).
+std::vector<std::string> run_ranks_with(int n, const detail::RuntimeConfig& config, const RankBody& body,
+                                        double timeout_s = 20, int hosts = 1) {
+  ThreadJob job(n, timeout_s);
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      ThreadEngine engine(job, r);
+      if (hosts > 1) engine.host = r % hosts;
+      detail::Session session(engine, "test", "free it", &config);
+      try {
+        body(r, session, engine);
+      } catch (const Error& e) {
+        errors[static_cast<std::size_t>(r)] = std::string(to_string(e.code())) + ": " + e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+TEST(SessionArrivalTickets, ARandomLateRankPerCallIsExactAndTheSameChoiceOnEveryRank) {
+  const detail::RuntimeConfig config = tickets_config(detail::ArrivalTicketsMode::on);
+  for (int n : {4, 5}) {
+    const int calls = 30;
+    const std::size_t count = 50000;  // odd chunk splits at n = 5
+    std::vector<std::vector<Choice>> choices(static_cast<std::size_t>(n));
+    std::vector<StragglerReport> reports(static_cast<std::size_t>(n));
+    const auto errors = run_ranks_with(n, config, [&](int r, detail::Session& s, ThreadEngine&) {
+      std::mt19937 shared(7);  // the same draws on every rank: who is late in each call
+      std::vector<float> buf(count);
+      Options o;
+      o.algorithm = Algorithm::automatic;
+      for (int call = 0; call < calls; ++call) {
+        const int late = static_cast<int>(shared() % static_cast<unsigned>(n));
+        for (std::size_t i = 0; i < count; ++i) buf[i] = static_cast<float>((r + 1) * static_cast<int>(i % 7) + call);
+        if (r == late) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
+        choices[static_cast<std::size_t>(r)].push_back(s.last_choice());
+        for (std::size_t i = 0; i < count; ++i)  // small integers: exact in float32
+          ASSERT_EQ(buf[i], static_cast<float>(n * (n + 1) / 2 * static_cast<int>(i % 7) + n * call))
+              << "n " << n << " call " << call << " element " << i;
+      }
+      reports[static_cast<std::size_t>(r)] = s.auto_report();
+    });
+    for (const std::string& e : errors) ASSERT_EQ(e, "") << "n " << n;
+    for (int r = 1; r < n; ++r) EXPECT_EQ(choices[0], choices[static_cast<std::size_t>(r)]) << "n " << n << " rank " << r;
+    for (const StragglerReport& rep : reports) {
+      EXPECT_EQ(rep.calls, calls);
+      EXPECT_EQ(rep.arrival_calls, calls - 1);  // every call after the configuration's first
+      EXPECT_EQ(rep.arrival_late_calls, reports[0].arrival_late_calls);
+    }
+    std::printf("n %d: %lld of %d calls went on without their late rank\n", n,
+                static_cast<long long>(reports[0].arrival_late_calls), calls);
+  }
+}
+
+TEST(SessionArrivalTickets, ACommunicatorAcrossHostsRunsWithoutThemOrSaysWhyWhenAskedFor) {
+  Options o;
+  o.algorithm = Algorithm::automatic;
+  const std::size_t count = 50000;
+  // auto: ranks on two hosts take no tickets, and every call is exact.
+  const auto fallback = run_ranks_with(4, tickets_config(detail::ArrivalTicketsMode::automatic),
+                                       [&](int r, detail::Session& s, ThreadEngine&) {
+                                         std::vector<float> buf(count, static_cast<float>(r));
+                                         for (int call = 0; call < 3; ++call) {
+                                           std::fill(buf.begin(), buf.end(), static_cast<float>(r));
+                                           s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
+                                           ASSERT_EQ(buf[count - 1], 6.0f);
+                                         }
+                                         EXPECT_EQ(s.auto_report().arrival_calls, 0);
+                                       },
+                                       20, /*hosts=*/2);
+  for (const std::string& e : fallback) EXPECT_EQ(e, "");
+  // on: every rank fails with the reason, and the buffer is left as it was.
+  const auto refused = run_ranks_with(4, tickets_config(detail::ArrivalTicketsMode::on),
+                                      [&](int r, detail::Session& s, ThreadEngine&) {
+                                        std::vector<float> buf(count, static_cast<float>(r));
+                                        try {
+                                          s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
+                                        } catch (...) {
+                                          EXPECT_EQ(buf[0], static_cast<float>(r));
+                                          throw;
+                                        }
+                                      },
+                                      20, /*hosts=*/2);
+  for (const std::string& e : refused) EXPECT_NE(e.find("STRAGGLAR_ARRIVAL_TICKETS=on"), std::string::npos) << e;
+}
+
+TEST(SessionArrivalTickets, ARankThatStopsCallingEndsInATimeoutOnEverySurvivor) {
+  detail::RuntimeConfig config = tickets_config(detail::ArrivalTicketsMode::on);
+  config.timeout_s = 2;
+  const int n = 4;
+  const std::size_t count = 50000;
+  const auto errors = run_ranks_with(n, config, [&](int r, detail::Session& s, ThreadEngine&) {
+    Options o;
+    o.algorithm = Algorithm::automatic;
+    std::vector<float> buf(count, 1.0f);
+    for (int call = 0; call < 6; ++call) {
+      if (r == n - 1 && call == 3) return;  // this rank is gone from call 3 on
+      s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
+    }
+  }, /*timeout_s=*/2);
+  for (int r = 0; r + 1 < n; ++r)
+    EXPECT_EQ(errors[static_cast<std::size_t>(r)].rfind("timeout", 0), 0u) << "rank " << r << ": " << errors[static_cast<std::size_t>(r)];
+  EXPECT_EQ(errors.back(), "");
 }
 
 }  // namespace
