@@ -15,13 +15,14 @@
 # Inside COMMAND: STRAGGLAR_CLUSTER_HOST0=10.231.0.1 (host 0's address: a TCPStore for torch/UCX).
 set -euo pipefail
 
-hosts=2 per_host=4 link="" timeout_s=600
-usage() { echo "usage: $0 --hosts H --ranks-per-host R [--link RATE] [--timeout S] -- COMMAND ARGS..." >&2; exit 2; }
+hosts=2 per_host=4 link="" timeout_s=600 mpi_tcp=tuned
+usage() { echo "usage: $0 --hosts H --ranks-per-host R [--link RATE] [--mpi-tcp tuned|default] [--timeout S] -- COMMAND ARGS..." >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --hosts) hosts=$2; shift 2 ;;
     --ranks-per-host) per_host=$2; shift 2 ;;
     --link) link=$2; shift 2 ;;
+    --mpi-tcp) mpi_tcp=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --) shift; break ;;
     *) usage ;;
@@ -30,6 +31,7 @@ done
 [ $# -gt 0 ] || usage
 [[ "$hosts" =~ ^[0-9]+$ ]] && [ "$hosts" -ge 1 ] && [ "$hosts" -le 64 ] || { echo "cluster.sh: --hosts $hosts: expected 1..64" >&2; exit 2; }
 [[ "$per_host" =~ ^[0-9]+$ ]] && [ "$per_host" -ge 1 ] || { echo "cluster.sh: --ranks-per-host $per_host: expected >= 1" >&2; exit 2; }
+[ "$mpi_tcp" = tuned ] || [ "$mpi_tcp" = default ] || { echo "cluster.sh: --mpi-tcp $mpi_tcp: expected tuned or default" >&2; exit 2; }
 [[ "$timeout_s" =~ ^[0-9]+$ ]] || { echo "cluster.sh: --timeout $timeout_s: expected seconds" >&2; exit 2; }
 
 skip() { echo "cluster.sh: SKIP: $*" >&2; exit 77; }
@@ -82,6 +84,18 @@ for ((h = 0; h < hosts; h++)); do
   fi
 done
 
+# A link reports carrier (IFF_RUNNING, operstate "up") up to a second after `link set up` (the
+# kernel defers it); UCX's TCP transport leaves out a device that is not running, and would then
+# offer a peer on another host only its loopback address. Wait for every host's eth0.
+for ((h = 0; h < hosts; h++)); do
+  for ((try = 0; ; try++)); do
+    state=$(ip netns exec "$(ns_of "$h")" cat /sys/class/net/eth0/operstate)
+    [ "$state" != up ] || break
+    [ $try -lt 100 ] || { echo "cluster.sh: host $h's eth0 is still '$state' after 10 s" >&2; exit 1; }
+    sleep 0.1
+  done
+done
+
 # The rsh agent: Open MPI calls it as `agent HOST COMMAND...` (HOST: an address from --host)
 # and it runs COMMAND in that host's namespace, with its own host name.
 cat >"$work/agent.sh" <<EOF
@@ -95,11 +109,13 @@ chmod +x "$work/agent.sh"
 hostlist=""
 for ((h = 0; h < hosts; h++)); do hostlist+="${hostlist:+,}$(addr_of "$h"):$per_host"; done
 np=$((hosts * per_host))
+tcp_tuning=(--mca btl_tcp_links 2)
 # --map-by slot fills each host in turn: ranks are host-major.
 mpi_flags=(--oversubscribe --host "$hostlist" -np "$np" --map-by slot
            --mca plm_rsh_agent "$work/agent.sh" --mca plm_rsh_no_tree_spawn 1
            --mca btl self,vader,tcp --mca btl_tcp_if_include 10.231.0.0/24 --mca oob_tcp_if_include 10.231.0.0/24
            -x STRAGGLAR_CLUSTER_HOST0="$(addr_of 0)" -x PATH)
+[ "$mpi_tcp" = default ] || mpi_flags+=("${tcp_tuning[@]}")
 [ "$(id -u)" -ne 0 ] || mpi_flags+=(--allow-run-as-root)
 export STRAGGLAR_CLUSTER_HOST0
 STRAGGLAR_CLUSTER_HOST0=$(addr_of 0)
