@@ -6,9 +6,12 @@
 # starts each host's daemon through an agent that enters the host's namespace, so ranks of one
 # host talk over shared memory and ranks of different hosts over TCP on the private network.
 #
-#   bash scripts/cluster.sh --hosts H --ranks-per-host R [--link RATE] [--timeout S] -- COMMAND ARGS...
+#   bash scripts/cluster.sh --hosts H --ranks-per-host R [--link RATE] [--mpi-tcp tuned|default]
+#                           [--timeout S] -- COMMAND ARGS...
 #
-# RATE is a tc rate (1gbit, 500mbit; default: unshaped). Addresses 10.231.0.1..H/24 exist only
+# RATE is a tc rate (1gbit, 500mbit; default: unshaped); tbf caps the rate and bounds the queue,
+# it adds no propagation delay (netem, which would, is not available everywhere this runs).
+# --mpi-tcp: Open MPI's TCP settings, the testbed's (tuned, below) or Open MPI's own defaults. Addresses 10.231.0.1..H/24 exist only
 # inside these namespaces; everything is removed at exit (also on error or Ctrl-C), and the
 # whole run is killed after --timeout seconds (default 600). Root only (ip netns). Exit codes:
 # COMMAND's; 77 when namespaces cannot be made here (CI skips with the printed reason); 2 bad use.
@@ -109,6 +112,12 @@ chmod +x "$work/agent.sh"
 hostlist=""
 for ((h = 0; h < hosts; h++)); do hostlist+="${hostlist:+,}$(addr_of "$h"):$per_host"; done
 np=$((hosts * per_host))
+# What a user would set for Open MPI's TCP on such links, on every run (native included) unless
+# --mpi-tcp default. With one connection per peer pair (Open MPI's default) MPI_Sendrecv of
+# 16 MiB each way between two hosts takes ~2x what raw TCP needs for the same bytes; two
+# connections bring it within ~1.15x. More links gained nothing over two, and 8 stalled one run;
+# socket buffer sizes (btl_tcp_sndbuf/rcvbuf 4 MiB) and larger eager/fragment sizes gained
+# nothing either (scripts/cluster-floor.sh measures them; figures in docs/benchmarks.md).
 tcp_tuning=(--mca btl_tcp_links 2)
 # --map-by slot fills each host in turn: ranks are host-major.
 mpi_flags=(--oversubscribe --host "$hostlist" -np "$np" --map-by slot
