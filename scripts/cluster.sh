@@ -6,22 +6,26 @@
 # starts each host's daemon through an agent that enters the host's namespace, so ranks of one
 # host talk over shared memory and ranks of different hosts over TCP on the private network.
 #
-#   bash scripts/cluster.sh --hosts H --ranks-per-host R [--link RATE] [--timeout S] -- COMMAND ARGS...
+#   bash scripts/cluster.sh --hosts H --ranks-per-host R [--link RATE] [--mpi-tcp tuned|default]
+#                           [--timeout S] -- COMMAND ARGS...
 #
-# RATE is a tc rate (1gbit, 500mbit; default: unshaped). Addresses 10.231.0.1..H/24 exist only
+# RATE is a tc rate (1gbit, 500mbit; default: unshaped); tbf caps the rate and bounds the queue,
+# it adds no propagation delay (netem, which would, is not available everywhere this runs).
+# --mpi-tcp: Open MPI's TCP settings, the testbed's (tuned, below) or Open MPI's own defaults. Addresses 10.231.0.1..H/24 exist only
 # inside these namespaces; everything is removed at exit (also on error or Ctrl-C), and the
 # whole run is killed after --timeout seconds (default 600). Root only (ip netns). Exit codes:
 # COMMAND's; 77 when namespaces cannot be made here (CI skips with the printed reason); 2 bad use.
 # Inside COMMAND: STRAGGLAR_CLUSTER_HOST0=10.231.0.1 (host 0's address: a TCPStore for torch/UCX).
 set -euo pipefail
 
-hosts=2 per_host=4 link="" timeout_s=600
-usage() { echo "usage: $0 --hosts H --ranks-per-host R [--link RATE] [--timeout S] -- COMMAND ARGS..." >&2; exit 2; }
+hosts=2 per_host=4 link="" timeout_s=600 mpi_tcp=tuned
+usage() { echo "usage: $0 --hosts H --ranks-per-host R [--link RATE] [--mpi-tcp tuned|default] [--timeout S] -- COMMAND ARGS..." >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --hosts) hosts=$2; shift 2 ;;
     --ranks-per-host) per_host=$2; shift 2 ;;
     --link) link=$2; shift 2 ;;
+    --mpi-tcp) mpi_tcp=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --) shift; break ;;
     *) usage ;;
@@ -30,6 +34,7 @@ done
 [ $# -gt 0 ] || usage
 [[ "$hosts" =~ ^[0-9]+$ ]] && [ "$hosts" -ge 1 ] && [ "$hosts" -le 64 ] || { echo "cluster.sh: --hosts $hosts: expected 1..64" >&2; exit 2; }
 [[ "$per_host" =~ ^[0-9]+$ ]] && [ "$per_host" -ge 1 ] || { echo "cluster.sh: --ranks-per-host $per_host: expected >= 1" >&2; exit 2; }
+[ "$mpi_tcp" = tuned ] || [ "$mpi_tcp" = default ] || { echo "cluster.sh: --mpi-tcp $mpi_tcp: expected tuned or default" >&2; exit 2; }
 [[ "$timeout_s" =~ ^[0-9]+$ ]] || { echo "cluster.sh: --timeout $timeout_s: expected seconds" >&2; exit 2; }
 
 skip() { echo "cluster.sh: SKIP: $*" >&2; exit 77; }
@@ -82,6 +87,18 @@ for ((h = 0; h < hosts; h++)); do
   fi
 done
 
+# A link reports carrier (IFF_RUNNING, operstate "up") up to a second after `link set up` (the
+# kernel defers it); UCX's TCP transport leaves out a device that is not running, and would then
+# offer a peer on another host only its loopback address. Wait for every host's eth0.
+for ((h = 0; h < hosts; h++)); do
+  for ((try = 0; ; try++)); do
+    state=$(ip netns exec "$(ns_of "$h")" cat /sys/class/net/eth0/operstate)
+    [ "$state" != up ] || break
+    [ $try -lt 100 ] || { echo "cluster.sh: host $h's eth0 is still '$state' after 10 s" >&2; exit 1; }
+    sleep 0.1
+  done
+done
+
 # The rsh agent: Open MPI calls it as `agent HOST COMMAND...` (HOST: an address from --host)
 # and it runs COMMAND in that host's namespace, with its own host name.
 cat >"$work/agent.sh" <<EOF
@@ -95,11 +112,19 @@ chmod +x "$work/agent.sh"
 hostlist=""
 for ((h = 0; h < hosts; h++)); do hostlist+="${hostlist:+,}$(addr_of "$h"):$per_host"; done
 np=$((hosts * per_host))
+# What a user would set for Open MPI's TCP on such links, on every run (native included) unless
+# --mpi-tcp default. With one connection per peer pair (Open MPI's default) MPI_Sendrecv of
+# 16 MiB each way between two hosts takes ~2x what raw TCP needs for the same bytes; two
+# connections bring it within ~1.15x. More links gained nothing over two, and 8 stalled one run;
+# socket buffer sizes (btl_tcp_sndbuf/rcvbuf 4 MiB) and larger eager/fragment sizes gained
+# nothing either (scripts/cluster-floor.sh measures them; figures in docs/benchmarks.md).
+tcp_tuning=(--mca btl_tcp_links 2)
 # --map-by slot fills each host in turn: ranks are host-major.
 mpi_flags=(--oversubscribe --host "$hostlist" -np "$np" --map-by slot
            --mca plm_rsh_agent "$work/agent.sh" --mca plm_rsh_no_tree_spawn 1
            --mca btl self,vader,tcp --mca btl_tcp_if_include 10.231.0.0/24 --mca oob_tcp_if_include 10.231.0.0/24
            -x STRAGGLAR_CLUSTER_HOST0="$(addr_of 0)" -x PATH)
+[ "$mpi_tcp" = default ] || mpi_flags+=("${tcp_tuning[@]}")
 [ "$(id -u)" -ne 0 ] || mpi_flags+=(--allow-run-as-root)
 export STRAGGLAR_CLUSTER_HOST0
 STRAGGLAR_CLUSTER_HOST0=$(addr_of 0)
