@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when the repository points outside itself or at a file it does not have, because whoever
 # clones it meets those links dead:
-#   1. references to files that are not part of the project: DESIGN.md, shared/paper/...,
+#   1. references to files that are not part of the project: docs/design.md, shared/paper/...,
 #      shared/DEVICE.md, ../shared, absolute /work/ paths (in every tracked text file);
 #   2. relative links in README.md and docs/**/*.md whose file, or #anchor (GitHub's heading
 #      slugs), does not exist.

@@ -1,4 +1,4 @@
-// stragglar::allreduce over MPI — the C++ API (DESIGN.md "Public API"; C: stragglar_mpi.h).
+// stragglar::allreduce over MPI — the C++ API (docs/design.md "Public API"; C: stragglar_mpi.h).
 //
 //   stragglar::Options opts;            // algorithm auto: finds the late rank itself
 //   opts.algorithm = stragglar::Algorithm::stragglar; opts.straggler = 3;   // or name it

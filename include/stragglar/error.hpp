@@ -1,4 +1,4 @@
-// stragglar::Error — the one exception type of the library (DESIGN.md "Errors").
+// stragglar::Error — the one exception type of the library (docs/design.md "Errors").
 // A message always names the bad value and what was expected.
 #pragma once
 #include <stdexcept>

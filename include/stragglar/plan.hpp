@@ -1,4 +1,4 @@
-// compile(schedule, rank) → Plan: this rank's ordered ops (DESIGN.md "Plan and executor").
+// compile(schedule, rank) → Plan: this rank's ordered ops (docs/design.md "Plan and executor").
 #pragma once
 #include <string>
 #include <vector>

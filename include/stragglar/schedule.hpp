@@ -1,4 +1,4 @@
-// The schedule model: a schedule is data (DESIGN.md "The spine").
+// The schedule model: a schedule is data (docs/design.md "The spine").
 //
 // A buffer of `count` elements is cut into `nchunks` near-equal chunks. A schedule is a list of
 // phases; a phase is a list of rounds; a round is a set of transfers {src, dst, chunks, op}.

@@ -1,4 +1,4 @@
-// α-β simulator (DESIGN.md "Simulator"; paper §4.3 "analytical network model").
+// α-β simulator (docs/design.md "Simulator"; paper §4.3 "analytical network model").
 #pragma once
 #include <cstddef>
 #include <vector>

@@ -1,4 +1,4 @@
-/* stragglar — C API, shaped like nccl.h / MPI (DESIGN.md "Public API").
+/* stragglar — C API, shaped like nccl.h / MPI (docs/design.md "Public API").
  * Every function returns a stragglar_result; stragglar_last_error() gives the message. */
 #ifndef STRAGGLAR_H_
 #define STRAGGLAR_H_

@@ -1,4 +1,4 @@
-// The verifier: exact symbolic execution of a schedule (DESIGN.md "Verifier").
+// The verifier: exact symbolic execution of a schedule (docs/design.md "Verifier").
 // One bitset of contributing ranks per (rank, chunk); reduce of overlapping sets is double
 // counting; the end state must be complete everywhere; port limits and the straggler rule of
 // each phase are checked.

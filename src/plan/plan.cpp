@@ -1,4 +1,4 @@
-// compile(schedule, rank): this rank's ordered op list (DESIGN.md "Plan and executor").
+// compile(schedule, rank): this rank's ordered op list (docs/design.md "Plan and executor").
 //
 // For each round of each phase we keep only the transfers this rank sends or receives, and
 // merge each transfer's chunk list into runs of consecutive chunks (ChunkSpan): a run is one

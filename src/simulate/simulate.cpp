@@ -1,4 +1,4 @@
-// α-β simulator (DESIGN.md "Simulator"; the paper's analytical model, §4.3).
+// α-β simulator (docs/design.md "Simulator"; the paper's analytical model, §4.3).
 #include "stragglar/simulate.hpp"
 
 #include <algorithm>

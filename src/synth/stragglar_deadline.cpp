@@ -1,7 +1,7 @@
 // StragglAR `allreduce` phase for n that is not a power of two (issue #5; the paper's appendix
 // "Non-Power-of-2" gives only a greedy matching method, ported in stragglar_matching.cpp).
 //
-// Model (DESIGN.md, single port): per round a rank sends ≤ 1 and receives ≤ 1 transfer. Unlike
+// Model (docs/design.md, single port): per round a rank sends ≤ 1 and receives ≤ 1 transfer. Unlike
 // the paper's undirected matchings, sends need not be paired with receives (u→v, v→w is
 // allowed).
 //

@@ -1,4 +1,4 @@
-// Exact symbolic execution of a schedule (DESIGN.md "Verifier"; docs/verification.md).
+// Exact symbolic execution of a schedule (docs/design.md "Verifier"; docs/verification.md).
 //
 // Semantics (unchanged): for every (rank, chunk) the set of ranks whose contributions it holds,
 // initially {rank}. All transfers of a round read the state from before the round; a copy
