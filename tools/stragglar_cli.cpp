@@ -124,6 +124,7 @@ struct SimArgs {
   std::string pipeline = "1";
   std::string alpha = "3us", bandwidth = "450GiB/s", delay = "ideal", format = "table";
   std::string reduce_bandwidth;  // empty: reductions cost nothing (γ = 0)
+  std::string arrival_tickets;   // the decision's cost: adds a row decided by arrival tickets
 };
 
 struct SimRow {
@@ -131,6 +132,24 @@ struct SimRow {
   int pipeline = 0;  // StragglAR's K, 0 for the others
   SimResult r;
 };
+
+// StragglAR told the late rank when it comes after the grace, else the better of Ring and RHD
+// (simulate_arrival_tickets): what auto with arrival tickets runs, priced.
+SimRow arrival_ticket_row(const SimArgs& a, std::size_t bytes, const CostModel& cost, const Delay& delay, int late) {
+  require(!delay.ideal, "--arrival-tickets needs --delay as a duration (0, 50ms ...), not ideal");
+  SynthOptions o;
+  o.straggler = late;
+  o.bytes = bytes;
+  o.cost = cost;
+  const Schedule sar = synthesize(Algorithm::stragglar, a.nranks, o);
+  const Schedule ring = synthesize(Algorithm::ring, a.nranks), rhd = synthesize(Algorithm::rhd, a.nranks);
+  const double ring_s = simulate(ring, bytes, cost, Delay{false, 0}).exposed_s;
+  const double rhd_s = simulate(rhd, bytes, cost, Delay{false, 0}).exposed_s;
+  const Schedule& symmetric = ring_s <= rhd_s ? ring : rhd;
+  const double worst = simulate(sar, bytes, cost, Delay{false, 0}).exposed_s;
+  const ArrivalTicketCost t{std::max(0.0, worst - std::min(ring_s, rhd_s)), parse_duration_s(a.arrival_tickets)};
+  return SimRow{"tickets", 1, simulate_arrival_tickets(sar, symmetric, bytes, cost, delay.seconds, t)};
+}
 
 int run_simulate(const SimArgs& a) {
   CostModel cost = cost_from(a.alpha, a.bandwidth, a.reduce_bandwidth);
@@ -186,6 +205,8 @@ int run_simulate(const SimArgs& a) {
       std::cerr << "stragglar: skipping " << to_string(algo) << ": " << e.what() << "\n";
     }
   }
+
+  if (!a.arrival_tickets.empty()) rows.push_back(arrival_ticket_row(a, bytes, cost, delay, late.back()));
 
   const double delay_us = delay.ideal ? -1 : delay.seconds * 1e6;
   if (a.format == "json") {
@@ -281,6 +302,10 @@ int main(int argc, char** argv) {
                   "bytes/s a rank reduces (adds the gamma term: a reduce receive costs bytes/this more); default: free");
   sim->add_option("--delay", ma.delay, "straggler delay: ideal (hides every no-wait phase), 0 (worst case) or a duration")
       ->capture_default_str();
+  sim->add_option("--arrival-tickets", ma.arrival_tickets,
+                  "add a row decided by arrival tickets, each decision costing this long (e.g. 1us on a host, 5us on a "
+                  "GPU); its grace is StragglAR's worst case minus the best of Ring and RHD (docs/arrival-tickets.md); "
+                  "needs a --delay duration");
   sim->add_option("--format", ma.format, "table, csv or json")->capture_default_str()->check(CLI::IsMember({"table", "csv", "json"}));
 
   try {

@@ -120,5 +120,9 @@ for v in $(grep -o '^| `STRAGGLAR_[A-Z_]*`' "$tmp/cli_table.md" | tr -d '|` '); 
   grep -qF "$v" <("$cli" --help-env) && pass=$((pass + 1)) || { echo "FAIL: --help-env lacks $v"; fail=$((fail + 1)); }
 done
 
+# Arrival tickets priced by the simulator (docs/arrival-tickets.md): a row of their own; they need a delay.
+expect 0 "tickets" -- "$cli" simulate -n 8 -b 64M --algo rhd,stragglar --delay 1ms --arrival-tickets 5us
+expect 2 "--arrival-tickets needs --delay" -- "$cli" simulate -n 8 -b 64M --arrival-tickets 5us
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
