@@ -69,14 +69,17 @@ using detail::Choice;
 // What one rank's call gave: "" or "<code>: <message>".
 using RankBody = std::function<void(int rank, detail::Session&, ThreadEngine&)>;
 
-std::vector<std::string> run_ranks(int n, const RankBody& body, double timeout_s = 20) {
+// `config`: the session's STRAGGLAR_* (null: the environment's); `hosts` > 1: rank r on host r % hosts.
+std::vector<std::string> run_ranks(int n, const RankBody& body, double timeout_s = 20,
+                                   const detail::RuntimeConfig* config = nullptr, int hosts = 1) {
   ThreadJob job(n, timeout_s);
   std::vector<std::string> errors(static_cast<std::size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       ThreadEngine engine(job, r);
-      detail::Session session(engine, "test");
+      if (hosts > 1) engine.host = r % hosts;
+      detail::Session session(engine, "test", "free it and create a new one", config);
       try {
         body(r, session, engine);
       } catch (const Error& e) {
@@ -910,27 +913,6 @@ detail::RuntimeConfig tickets_config(detail::ArrivalTicketsMode mode) {
   return c;
 }
 
-// n ranks on threads with the given configuration; `host_of(r)` (-1: the process's host).
-std::vector<std::string> run_ranks_with(int n, const detail::RuntimeConfig& config, const RankBody& body,
-                                        double timeout_s = 20, int hosts = 1) {
-  ThreadJob job(n, timeout_s);
-  std::vector<std::string> errors(static_cast<std::size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      ThreadEngine engine(job, r);
-      if (hosts > 1) engine.host = r % hosts;
-      detail::Session session(engine, "test", "free it", &config);
-      try {
-        body(r, session, engine);
-      } catch (const Error& e) {
-        errors[static_cast<std::size_t>(r)] = std::string(to_string(e.code())) + ": " + e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
-}
-
 TEST(SessionArrivalTickets, ARandomLateRankPerCallIsExactAndTheSameChoiceOnEveryRank) {
   const detail::RuntimeConfig config = tickets_config(detail::ArrivalTicketsMode::on);
   for (int n : {4, 5}) {
@@ -938,7 +920,7 @@ TEST(SessionArrivalTickets, ARandomLateRankPerCallIsExactAndTheSameChoiceOnEvery
     const std::size_t count = 50000;  // odd chunk splits at n = 5
     std::vector<std::vector<Choice>> choices(static_cast<std::size_t>(n));
     std::vector<StragglerReport> reports(static_cast<std::size_t>(n));
-    const auto errors = run_ranks_with(n, config, [&](int r, detail::Session& s, ThreadEngine&) {
+    const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine&) {
       std::mt19937 shared(7);  // the same draws on every rank: who is late in each call
       std::vector<float> buf(count);
       Options o;
@@ -954,7 +936,7 @@ TEST(SessionArrivalTickets, ARandomLateRankPerCallIsExactAndTheSameChoiceOnEvery
               << "n " << n << " call " << call << " element " << i;
       }
       reports[static_cast<std::size_t>(r)] = s.auto_report();
-    });
+    }, 20, &config);
     for (const std::string& e : errors) ASSERT_EQ(e, "") << "n " << n;
     for (int r = 1; r < n; ++r) EXPECT_EQ(choices[0], choices[static_cast<std::size_t>(r)]) << "n " << n << " rank " << r;
     for (const StragglerReport& rep : reports) {
@@ -972,7 +954,9 @@ TEST(SessionArrivalTickets, ACommunicatorAcrossHostsRunsWithoutThemOrSaysWhyWhen
   o.algorithm = Algorithm::automatic;
   const std::size_t count = 50000;
   // auto: ranks on two hosts take no tickets, and every call is exact.
-  const auto fallback = run_ranks_with(4, tickets_config(detail::ArrivalTicketsMode::automatic),
+  const detail::RuntimeConfig automatic = tickets_config(detail::ArrivalTicketsMode::automatic);
+  const detail::RuntimeConfig on = tickets_config(detail::ArrivalTicketsMode::on);
+  const auto fallback = run_ranks(4,
                                        [&](int r, detail::Session& s, ThreadEngine&) {
                                          std::vector<float> buf(count, static_cast<float>(r));
                                          for (int call = 0; call < 3; ++call) {
@@ -982,10 +966,10 @@ TEST(SessionArrivalTickets, ACommunicatorAcrossHostsRunsWithoutThemOrSaysWhyWhen
                                          }
                                          EXPECT_EQ(s.auto_report().arrival_calls, 0);
                                        },
-                                       20, /*hosts=*/2);
+                                       20, &automatic, /*hosts=*/2);
   for (const std::string& e : fallback) EXPECT_EQ(e, "");
   // on: every rank fails with the reason, and the buffer is left as it was.
-  const auto refused = run_ranks_with(4, tickets_config(detail::ArrivalTicketsMode::on),
+  const auto refused = run_ranks(4,
                                       [&](int r, detail::Session& s, ThreadEngine&) {
                                         std::vector<float> buf(count, static_cast<float>(r));
                                         try {
@@ -995,7 +979,7 @@ TEST(SessionArrivalTickets, ACommunicatorAcrossHostsRunsWithoutThemOrSaysWhyWhen
                                           throw;
                                         }
                                       },
-                                      20, /*hosts=*/2);
+                                      20, &on, /*hosts=*/2);
   for (const std::string& e : refused) EXPECT_NE(e.find("STRAGGLAR_ARRIVAL_TICKETS=on"), std::string::npos) << e;
 }
 
@@ -1004,7 +988,7 @@ TEST(SessionArrivalTickets, ARankThatStopsCallingEndsInATimeoutOnEverySurvivor) 
   config.timeout_s = 2;
   const int n = 4;
   const std::size_t count = 50000;
-  const auto errors = run_ranks_with(n, config, [&](int r, detail::Session& s, ThreadEngine&) {
+  const auto errors = run_ranks(n, [&](int r, detail::Session& s, ThreadEngine&) {
     Options o;
     o.algorithm = Algorithm::automatic;
     std::vector<float> buf(count, 1.0f);
@@ -1012,7 +996,7 @@ TEST(SessionArrivalTickets, ARankThatStopsCallingEndsInATimeoutOnEverySurvivor) 
       if (r == n - 1 && call == 3) return;  // this rank is gone from call 3 on
       s.allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, o);
     }
-  }, /*timeout_s=*/2);
+  }, /*timeout_s=*/2, &config);
   for (int r = 0; r + 1 < n; ++r)
     EXPECT_EQ(errors[static_cast<std::size_t>(r)].rfind("timeout", 0), 0u) << "rank " << r << ": " << errors[static_cast<std::size_t>(r)];
   EXPECT_EQ(errors.back(), "");
