@@ -100,6 +100,10 @@ class Engine {
   // Which monotonic clock this rank's host timer reads (hosts.hpp this_clock_id): ranks with equal
   // ids order their calls' entries and exits on it (auto's exact exposed time); -1: none shared.
   virtual std::int64_t clock_id() const { return this_clock_id(); }
+  // Whether a call's arrival is its host thread's entry, so that arrival tickets can order the
+  // ranks (docs/arrival-tickets.md): host engines. Not on a GPU stream, where the arrival that
+  // matters is the stream's.
+  virtual bool arrivals_on_host() const { return false; }
 };
 
 }  // namespace stragglar::detail

@@ -37,6 +37,7 @@ class HostEngine : public Engine {
     reserve_agreement(agreement_values);
   }
   CostModel auto_cost_model() const override { return host_engine_auto_cost_model(); }
+  bool arrivals_on_host() const override { return true; }
 
  protected:
   // The agreement's tag: above every configuration's (Transport::max_tag) unless the transport

@@ -254,7 +254,9 @@ void Session::set_up_arrival_tickets() {
   const ArrivalTicketsMode mode = config_.arrival_tickets;
   if (mode == ArrivalTicketsMode::off || nranks_ < 2) return;
   std::string why;
-  if (!one_host_ || !shared_clock_) {
+  if (!engine_.arrivals_on_host()) {
+    why = "this engine's calls arrive on a GPU stream, not on the host";
+  } else if (!one_host_ || !shared_clock_) {
     why = "the ranks do not all share one host and clock";
   } else {
     arrival_block_ = std::make_unique<SharedBlock>(ArrivalTickets::bytes(nranks_), rank_, [this](std::span<std::int64_t> v) {
