@@ -381,6 +381,18 @@ inline const char* const kPatternKinds[] = {"fixed-rank2", "none",    "random-ra
                                      "imbalance",   "jitter", "appears-midway", "moves-midway"};
 
 // Per-rank delays: `late` ranks `d` seconds late, the others on time.
+// A world that changes every 30 calls: nobody late, rank 3 300 ms late, a random rank 20 ms late
+// (drawn from `rng`), rank 6 60 ms late, rank 1 5 ms late, and around again.
+inline World changing_world(int call, std::mt19937_64& rng) {
+  const int phase = (call / 30) % 5;
+  World w;
+  if (phase == 1) w = {3, 0.3};
+  if (phase == 2) w = {static_cast<int>(rng() % 8), 0.02};
+  if (phase == 3) w = {6, 0.06};
+  if (phase == 4) w = {1, 0.005};
+  return w;
+}
+
 inline World late_together(const std::vector<int>& late, double d, int n = 8) {
   std::vector<double> delays(static_cast<std::size_t>(n), 0.0);
   for (int r : late) delays[static_cast<std::size_t>(r)] = d;

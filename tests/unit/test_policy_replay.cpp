@@ -377,15 +377,7 @@ void add_long_runs(std::vector<Scenario>& out) {
       out.push_back({"changing-world lag " + std::to_string(lag) + " seed " + std::to_string(seed), [=] {
                        Job job(config8(), model_predictor(Costs{}), seed, lag, lag % 2);
                        std::mt19937_64 world_rng(seed);
-                       for (int i = 0; i < 150; ++i) {
-                         const int phase = (i / 30) % 5;
-                         World w;
-                         if (phase == 1) w = {3, 0.3};
-                         if (phase == 2) w = {static_cast<int>(world_rng() % 8), 0.02};
-                         if (phase == 3) w = {6, 0.06};
-                         if (phase == 4) w = {1, 0.005};
-                         job.call(w, Costs{}, Noise{});
-                       }
+                       for (int i = 0; i < 150; ++i) job.call(changing_world(i, world_rng), Costs{}, Noise{});
                      }});
   for (std::uint64_t seed = 1; seed <= 4; ++seed)
     out.push_back({"delay-comes-and-goes seed " + std::to_string(seed), [=] {

@@ -197,16 +197,7 @@ TEST(StragglerPolicy, EveryRankRunsTheSameChoiceAtEveryCall) {
     for (std::uint64_t seed = 1; seed <= 4; ++seed) {
       Job job(config8(), model_predictor(k), seed, /*record_lag=*/lag, /*decide_lag=*/lag % 2);
       std::mt19937_64 world_rng(seed);
-      for (int i = 0; i < 150; ++i) {
-        // A world that changes: no delay, a delay on a random rank, a moving straggler.
-        const int phase = (i / 30) % 5;
-        World w;
-        if (phase == 1) w = {3, 0.3};
-        if (phase == 2) w = {static_cast<int>(world_rng() % 8), 0.02};
-        if (phase == 3) w = {6, 0.06};
-        if (phase == 4) w = {1, 0.005};
-        job.call(w, k, Noise{});
-      }
+      for (int i = 0; i < 150; ++i) job.call(changing_world(i, world_rng), k, Noise{});
       EXPECT_GT(job.rank0().decisions(), 25);
     }
 }
