@@ -4,24 +4,32 @@
 #include <vector>
 
 #include "stragglar/cost_model.hpp"
+#include "stragglar/round_costs.hpp"
 #include "stragglar/schedule.hpp"
 
 namespace stragglar {
 
+// Every function below takes an optional RoundOverhead (round_costs.hpp): h, the host's time to
+// enqueue one round, for s.algorithm at s.nranks and `bytes`. The host never waits for the
+// stream, so it runs ahead: a rank's k-th round cannot start before its arrival + k·h. With
+// h = 0 (the default) the α-β model alone.
+
 // Lock-step: Σ over rounds of α + β · (most bytes any rank sends or receives that round)
-// (+ γ · the bytes that rank reduces, when cost.gamma_s_per_byte > 0).
+// (+ γ · the bytes that rank reduces, when cost.gamma_s_per_byte > 0); with h, the k-th round
+// starts at the latest of the previous round's end and k·h.
 double lockstep_time_s(const Schedule& s, std::size_t bytes, const CostModel& cost,
-                       bool waiting_phases_only = false);
+                       bool waiting_phases_only = false, const RoundOverhead& overhead = {});
 
 // Event-driven: every rank has an arrival time; a rank runs its rounds in order; a transfer
-// starts when both ends have arrived and finished their previous rounds; a `reduce` receiver
-// is busy γ · bytes longer.
+// starts when both ends have arrived, finished their previous rounds and enqueued this one
+// (arrival + h · the rounds it has taken part in so far, this one included); a `reduce`
+// receiver is busy γ · bytes longer.
 struct EventResult {
   std::vector<double> finish_s;  // per rank
   double last_finish_s = 0;
 };
 EventResult simulate_events(const Schedule& s, std::size_t bytes, const CostModel& cost,
-                            const std::vector<double>& arrival_s);
+                            const std::vector<double>& arrival_s, const RoundOverhead& overhead = {});
 
 // How late the straggler comes, relative to the others (who arrive at t = 0).
 struct Delay {
@@ -42,8 +50,9 @@ struct SimResult {
 SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay);
 // The same with the ranks in `late` arriving late together (issue #23: a slow node), e.g. ring
 // compared with stragglar-k on the same set. Throws Error(InvalidUsage) for a rank out of range.
+// With a RoundOverhead, name the late ranks (s.late_ranks(), or {n-1} as above).
 SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay,
-                   const std::vector<int>& late);
+                   const std::vector<int>& late, const RoundOverhead& overhead = {});
 
 // Arrival tickets (docs/arrival-tickets.md): the ranks that arrived wait `grace_s` after the
 // last of them for the straggler. If it comes within that, the call runs `symmetric`; otherwise
@@ -57,6 +66,7 @@ struct ArrivalTicketCost {
 // One call with the straggler (rank s.straggler of `stragglar`) `delay_s` late. Throws
 // Error(InvalidUsage) for a negative time or schedules of different rank counts.
 SimResult simulate_arrival_tickets(const Schedule& stragglar, const Schedule& symmetric, std::size_t bytes,
-                                   const CostModel& cost, double delay_s, ArrivalTicketCost t);
+                                   const CostModel& cost, double delay_s, ArrivalTicketCost t,
+                                   const RoundOverhead& overhead = {});
 
 }  // namespace stragglar

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "stragglar/error.hpp"
 
@@ -57,36 +58,55 @@ void check_cost(const CostModel& cost) {
               std::to_string(cost.gamma_s_per_byte) + ": expected finite values (a bandwidth too small to represent?)");
 }
 
+// The ranks a schedule waits for: those it names, else the last.
+std::vector<int> default_late(const Schedule& s) {
+  std::vector<int> late = s.late_ranks();
+  if (late.empty()) late.push_back(s.nranks - 1);
+  return late;
+}
+
 }  // namespace
 
-double lockstep_time_s(const Schedule& s, std::size_t bytes, const CostModel& cost, bool waiting_phases_only) {
+double lockstep_time_s(const Schedule& s, std::size_t bytes, const CostModel& cost, bool waiting_phases_only,
+                       const RoundOverhead& overhead) {
   check_cost(cost);
+  const double h = overhead.host_s(s.algorithm, s.nranks, bytes);
   const double chunk_bytes = static_cast<double>(bytes) / s.nchunks;
   double t = 0;
+  int enqueued = 0;
   for (const Phase& p : s.phases) {
     if (waiting_phases_only && !p.waits_for_straggler) continue;
     for (const Round& r : p.rounds)
-      if (!r.empty()) t += round_time_s(load_of(r, chunk_bytes, cost), cost);
+      if (!r.empty()) t = std::max(t, ++enqueued * h) + round_time_s(load_of(r, chunk_bytes, cost), cost);
   }
   return t;
 }
 
 EventResult simulate_events(const Schedule& s, std::size_t bytes, const CostModel& cost,
-                            const std::vector<double>& arrival_s) {
+                            const std::vector<double>& arrival_s, const RoundOverhead& overhead) {
   check_cost(cost);
   require(static_cast<int>(arrival_s.size()) == s.nranks,
           "arrival times: " + std::to_string(arrival_s.size()) + " given, expected one per rank (" +
               std::to_string(s.nranks) + ")");
+  const double h = overhead.host_s(s.algorithm, s.nranks, bytes);
   const double chunk_bytes = static_cast<double>(bytes) / s.nchunks;
-  std::vector<double> ready = arrival_s;  // when each rank has finished everything so far
+  std::vector<double> ready = arrival_s;     // when each rank has finished everything so far
+  std::vector<double> enqueued = arrival_s;  // when each rank's host has enqueued its rounds so far
   for (const Phase& p : s.phases)
     for (const Round& r : p.rounds) {
       const RoundLoad load = load_of(r, chunk_bytes, cost);
+      if (h > 0) {  // every rank of the round enqueues it once, h after its previous one
+        std::unordered_map<int, bool> seen;
+        for (const Transfer& t : r)
+          for (int rank : {t.src, t.dst})
+            if (!std::exchange(seen[rank], true)) enqueued[static_cast<std::size_t>(rank)] += h;
+      }
       std::unordered_map<int, double> done;  // rank -> end of its last transfer this round
       for (const Transfer& t : r) {
-        // Both ends must have finished their previous rounds; with several ports the
-        // transfer shares the sender's and the receiver's bandwidth with the round's others.
-        const double start = std::max(ready[t.src], ready[t.dst]);
+        // Both ends must have finished their previous rounds and enqueued this one; with
+        // several ports the transfer shares the sender's and the receiver's bandwidth with the
+        // round's others.
+        const double start = std::max({ready[t.src], ready[t.dst], enqueued[t.src], enqueued[t.dst]});
         const double end = start + cost.alpha_s + std::max(load.sent.at(t.src), load.received.at(t.dst));
         double& a = done[t.src];
         a = std::max(a, end);
@@ -104,12 +124,11 @@ EventResult simulate_events(const Schedule& s, std::size_t bytes, const CostMode
 }
 
 SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay) {
-  std::vector<int> late = s.late_ranks();
-  if (late.empty()) late.push_back(s.nranks - 1);
-  return simulate(s, bytes, cost, delay, late);
+  return simulate(s, bytes, cost, delay, default_late(s));
 }
 
-SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay, const std::vector<int>& late) {
+SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay, const std::vector<int>& late,
+                   const RoundOverhead& overhead) {
   require(delay.ideal || delay.seconds >= 0,
           "delay = " + std::to_string(delay.seconds) + " s, expected >= 0 or ideal");
   require(!late.empty(), "late ranks: none given, expected at least one");
@@ -124,25 +143,26 @@ SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, 
     // straggler: run those phases alone.
     Schedule early = s;
     std::erase_if(early.phases, [](const Phase& p) { return p.waits_for_straggler; });
-    res.delay_s = early.phases.empty() ? 0.0 : simulate_events(early, bytes, cost, arrival).last_finish_s;
+    res.delay_s = early.phases.empty() ? 0.0 : simulate_events(early, bytes, cost, arrival, overhead).last_finish_s;
   } else {
     res.delay_s = delay.seconds;
   }
   for (int r : late) arrival[static_cast<std::size_t>(r)] = res.delay_s;
-  res.time_s = simulate_events(s, bytes, cost, arrival).last_finish_s;
+  res.time_s = simulate_events(s, bytes, cost, arrival, overhead).last_finish_s;
   res.exposed_s = res.time_s - res.delay_s;
   return res;
 }
 
 SimResult simulate_arrival_tickets(const Schedule& stragglar, const Schedule& symmetric, std::size_t bytes,
-                                   const CostModel& cost, double delay_s, ArrivalTicketCost t) {
+                                   const CostModel& cost, double delay_s, ArrivalTicketCost t,
+                                   const RoundOverhead& overhead) {
   require(delay_s >= 0 && t.grace_s >= 0 && t.decision_s >= 0,
           "arrival tickets: delay " + std::to_string(delay_s) + " s, grace " + std::to_string(t.grace_s) +
               " s, decision " + std::to_string(t.decision_s) + " s, expected >= 0");
   require(stragglar.nranks == symmetric.nranks && stragglar.straggler.has_value(),
           "arrival tickets: expected a schedule told a straggler and a symmetric one of the same rank count");
   if (delay_s < t.grace_s) {  // in time: the symmetric schedule, after the last rank's own decision
-    SimResult r = simulate(symmetric, bytes, cost, Delay{false, delay_s});
+    SimResult r = simulate(symmetric, bytes, cost, Delay{false, delay_s}, default_late(symmetric), overhead);
     r.time_s += t.decision_s;
     r.exposed_s += t.decision_s;
     return r;
@@ -154,7 +174,7 @@ SimResult simulate_arrival_tickets(const Schedule& stragglar, const Schedule& sy
   SimResult r;
   r.rounds = stragglar.total_rounds();
   r.delay_s = delay_s;
-  r.time_s = simulate_events(stragglar, bytes, cost, arrival).last_finish_s;
+  r.time_s = simulate_events(stragglar, bytes, cost, arrival, overhead).last_finish_s;
   r.exposed_s = r.time_s - delay_s;
   return r;
 }
