@@ -13,6 +13,7 @@
 
 #include "runtime/env.hpp"
 #include "stragglar/error.hpp"
+#include "stragglar/round_costs.hpp"
 #include "stragglar/schedule_json.hpp"
 #include "stragglar/simulate.hpp"
 #include "stragglar/synthesize.hpp"
@@ -125,17 +126,28 @@ struct SimArgs {
   std::string alpha = "3us", bandwidth = "450GiB/s", delay = "ideal", format = "table";
   std::string reduce_bandwidth;  // empty: reductions cost nothing (γ = 0)
   std::string arrival_tickets;   // the decision's cost: adds a row decided by arrival tickets
+  std::string round_overhead;    // host time per round (GPU model), a duration
+  std::string round_costs;       // or measured per round: bench_nccl_rounds --json FILE
 };
+
+// The host time per round the rows are priced with (round_costs.hpp): none, a constant, or a table.
+RoundOverhead overhead_from(const SimArgs& a) {
+  if (!a.round_costs.empty()) return RoundOverhead(read_round_costs_file(a.round_costs));
+  if (!a.round_overhead.empty()) return RoundOverhead(parse_duration_s(a.round_overhead));
+  return RoundOverhead();
+}
 
 struct SimRow {
   std::string algorithm;
   int pipeline = 0;  // StragglAR's K, 0 for the others
   SimResult r;
+  double round_overhead_s = 0;  // the host time per round it was priced with
 };
 
 // StragglAR told the late rank when it comes after the grace, else the better of Ring and RHD
 // (simulate_arrival_tickets): what auto with arrival tickets runs, priced.
-SimRow arrival_ticket_row(const SimArgs& a, std::size_t bytes, const CostModel& cost, const Delay& delay, int late) {
+SimRow arrival_ticket_row(const SimArgs& a, std::size_t bytes, const CostModel& cost, const Delay& delay, int late,
+                          const RoundOverhead& h) {
   require(!delay.ideal, "--arrival-tickets needs --delay as a duration (0, 50ms ...), not ideal");
   SynthOptions o;
   o.straggler = late;
@@ -143,12 +155,14 @@ SimRow arrival_ticket_row(const SimArgs& a, std::size_t bytes, const CostModel& 
   o.cost = cost;
   const Schedule sar = synthesize(Algorithm::stragglar, a.nranks, o);
   const Schedule ring = synthesize(Algorithm::ring, a.nranks), rhd = synthesize(Algorithm::rhd, a.nranks);
-  const double ring_s = simulate(ring, bytes, cost, Delay{false, 0}).exposed_s;
-  const double rhd_s = simulate(rhd, bytes, cost, Delay{false, 0}).exposed_s;
+  const std::vector<int> last{a.nranks - 1};
+  const double ring_s = simulate(ring, bytes, cost, Delay{false, 0}, last, h).exposed_s;
+  const double rhd_s = simulate(rhd, bytes, cost, Delay{false, 0}, last, h).exposed_s;
   const Schedule& symmetric = ring_s <= rhd_s ? ring : rhd;
-  const double worst = simulate(sar, bytes, cost, Delay{false, 0}).exposed_s;
+  const double worst = simulate(sar, bytes, cost, Delay{false, 0}, {late}, h).exposed_s;
   const ArrivalTicketCost t{std::max(0.0, worst - std::min(ring_s, rhd_s)), parse_duration_s(a.arrival_tickets)};
-  return SimRow{"tickets", 1, simulate_arrival_tickets(sar, symmetric, bytes, cost, delay.seconds, t)};
+  return SimRow{"tickets", 1, simulate_arrival_tickets(sar, symmetric, bytes, cost, delay.seconds, t, h),
+                h.host_s(sar.algorithm, a.nranks, bytes)};
 }
 
 int run_simulate(const SimArgs& a) {
@@ -173,6 +187,7 @@ int run_simulate(const SimArgs& a) {
   if (a.delay == "ideal") delay.ideal = true;
   else delay.seconds = parse_duration_s(a.delay);
   const int pipeline = parse_pipeline(a.pipeline);
+  const RoundOverhead overhead = overhead_from(a);
 
   std::vector<Algorithm> algos;
   if (a.algo == "all") algos = scheduled_algorithms();
@@ -193,7 +208,8 @@ int run_simulate(const SimArgs& a) {
     int K = 0;  // chunks per punctual rank, for the pipelined rows
     if (algo == Algorithm::stragglar) K = o.pipeline;
     if (algo == Algorithm::stragglar_k) K = s.nchunks / (a.nranks - static_cast<int>(s.late_ranks().size()));
-    return SimRow{to_string(algo), K, simulate(s, bytes, cost, delay, late)};
+    return SimRow{to_string(algo), K, simulate(s, bytes, cost, delay, late, overhead),
+                  overhead.host_s(s.algorithm, a.nranks, bytes)};
   };
   const SimRow ring = run_one(Algorithm::ring);
   std::vector<SimRow> rows;
@@ -206,46 +222,58 @@ int run_simulate(const SimArgs& a) {
     }
   }
 
-  if (!a.arrival_tickets.empty()) rows.push_back(arrival_ticket_row(a, bytes, cost, delay, late.back()));
+  if (!a.arrival_tickets.empty()) rows.push_back(arrival_ticket_row(a, bytes, cost, delay, late.back(), overhead));
 
   const double delay_us = delay.ideal ? -1 : delay.seconds * 1e6;
+  const bool priced = !overhead.none();  // the overhead's column and field only when one is given
   if (a.format == "json") {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const SimRow& row : rows)
+    for (const SimRow& row : rows) {
       out.push_back({{"algorithm", row.algorithm}, {"nranks", a.nranks}, {"bytes", bytes},
                      {"pipeline", row.pipeline}, {"rounds", row.r.rounds},
                      {"delay", delay.ideal ? nlohmann::ordered_json("ideal") : nlohmann::ordered_json(delay_us)},
                      {"delay_us", row.r.delay_s * 1e6}, {"time_us", row.r.time_s * 1e6},
                      {"exposed_us", row.r.exposed_s * 1e6}, {"algbw_GBps", static_cast<double>(bytes) / row.r.exposed_s / 1e9},
                      {"speedup_vs_ring", ring.r.exposed_s / row.r.exposed_s}});
+      if (priced) out.back()["round_overhead_us"] = row.round_overhead_s * 1e6;
+    }
     std::cout << out.dump(1) << "\n";
     return 0;
   }
   const bool csv = a.format == "csv";
   require(csv || a.format == "table", "format '" + a.format + "': expected table, csv or json");
   if (csv) {
-    std::cout << "algorithm,nranks,bytes,pipeline,rounds,delay_us,time_us,exposed_us,algbw_GBps,speedup_vs_ring\n";
+    std::cout << "algorithm,nranks,bytes,pipeline,rounds,delay_us,time_us,exposed_us,algbw_GBps,speedup_vs_ring"
+              << (priced ? ",round_overhead_us" : "") << "\n";
   } else {
     std::cout << "# n=" << a.nranks << " size=" << format_bytes(bytes) << " alpha=" << cost.alpha_s * 1e6
               << "us bandwidth=" << 1.0 / cost.beta_s_per_byte / 1e9 << "GB/s"
               << (a.reduce_bandwidth.empty() ? "" : " reduce-bandwidth=" + a.reduce_bandwidth) << " delay=" << a.delay << "\n"
               << "# time: from the others' arrival; exposed: from the straggler's arrival; algbw = size/exposed\n";
+    if (priced)
+      std::cout << "# host enqueue per round (h): " << overhead.describe()
+                << "; a rank's k-th round starts no earlier than its arrival + k*h\n";
     std::cout << std::left << std::setw(11) << "algorithm" << std::right << std::setw(5) << "K" << std::setw(8)
               << "rounds" << std::setw(13) << "delay(us)" << std::setw(13) << "time(us)" << std::setw(13)
-              << "exposed(us)" << std::setw(12) << "algbw(GB/s)" << std::setw(10) << "vs ring" << "\n";
+              << "exposed(us)" << std::setw(12) << "algbw(GB/s)" << std::setw(10) << "vs ring"
+              << (priced ? "     h(us)" : "") << "\n";
   }
   for (const SimRow& row : rows) {
     const double algbw = static_cast<double>(bytes) / row.r.exposed_s / 1e9, speedup = ring.r.exposed_s / row.r.exposed_s;
     if (csv) {
       std::cout << row.algorithm << "," << a.nranks << "," << bytes << "," << row.pipeline << "," << row.r.rounds
                 << "," << row.r.delay_s * 1e6 << "," << row.r.time_s * 1e6 << "," << row.r.exposed_s * 1e6 << ","
-                << algbw << "," << speedup << "\n";
+                << algbw << "," << speedup;
+      if (priced) std::cout << "," << row.round_overhead_s * 1e6;
+      std::cout << "\n";
     } else {
       std::cout << std::fixed << std::setprecision(2) << std::left << std::setw(11) << row.algorithm << std::right
                 << std::setw(5) << (row.pipeline ? std::to_string(row.pipeline) : "-") << std::setw(8)
                 << row.r.rounds << std::setw(13) << row.r.delay_s * 1e6 << std::setw(13) << row.r.time_s * 1e6
                 << std::setw(13) << row.r.exposed_s * 1e6 << std::setw(12) << algbw << std::setw(9)
-                << std::setprecision(3) << speedup << "x\n";
+                << std::setprecision(3) << speedup << "x";
+      if (priced) std::cout << std::setw(10) << std::setprecision(2) << row.round_overhead_s * 1e6;
+      std::cout << "\n";
     }
   }
   return 0;
@@ -306,6 +334,13 @@ int main(int argc, char** argv) {
                   "add a row decided by arrival tickets, each decision costing this long (e.g. 1us on a host, 5us on a "
                   "GPU); its grace is StragglAR's worst case minus the best of Ring and RHD (docs/arrival-tickets.md); "
                   "needs a --delay duration");
+  CLI::Option* round_overhead = sim->add_option(
+      "--round-overhead", ma.round_overhead,
+      "GPU model: the host's time to enqueue one round (e.g. 12us); a rank's k-th round starts no earlier than its "
+      "arrival + k times this (docs/gpu.md \"The simulator's GPU model\"); default: none");
+  sim->add_option("--round-costs", ma.round_costs,
+                  "GPU model, measured: the JSON of bench_nccl_rounds --json, interpolated by algorithm, n and size")
+      ->excludes(round_overhead);
   sim->add_option("--format", ma.format, "table, csv or json")->capture_default_str()->check(CLI::IsMember({"table", "csv", "json"}));
 
   try {

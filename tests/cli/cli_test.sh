@@ -124,5 +124,28 @@ done
 expect 0 "tickets" -- "$cli" simulate -n 8 -b 64M --algo rhd,stragglar --delay 1ms --arrival-tickets 5us
 expect 2 "--arrival-tickets needs --delay" -- "$cli" simulate -n 8 -b 64M --arrival-tickets 5us
 
+# The GPU model's per-round host overhead (docs/gpu.md "The simulator's GPU model"): ring at
+# n = 2 on 2000 bytes, α = 1 µs, 1 GB/s, h = 5 µs: rounds of 2 µs enqueued at 5 and 10 µs end at 12.
+expect 0 "ring,2,2000,0,2,0,12,12,0.166667,1,5" -- "$cli" simulate -n 2 -b 2000 -a ring --alpha 1us --bandwidth 1GB/s --round-overhead 5us --format csv
+expect 0 "host enqueue per round (h): 12 us per round" -- "$cli" simulate -n 8 -b 1M -a ring,stragglar --round-overhead 12us
+"$cli" simulate -n 8 -b 1M -a ring --format json | grep -q round_overhead_us && { echo "FAIL: round_overhead_us without an overhead"; fail=$((fail + 1)); } || pass=$((pass + 1))
+# A measured table (bench_nccl_rounds --json): 10 µs per round at n = 2, 1 KiB: two free rounds end at 20 µs;
+# at 2 KiB, halfway in log2(size) between 10 and 20: 15 µs.
+cat >"$tmp/rounds.json" <<'JSON'
+{"format": "stragglar-round-costs/1", "tool": "bench_nccl_rounds", "device": "test", "transport": "test",
+ "rows": [{"algorithm": "ring", "nranks": 2, "bytes": 1024, "host_us_per_round": 10},
+          {"algorithm": "ring", "nranks": 2, "bytes": 4096, "host_us_per_round": 20}]}
+JSON
+expect 0 "ring,2,1024,0,2,0,20,20" -- "$cli" simulate -n 2 -b 1K -a ring --alpha 0ns --bandwidth 1000TB/s --round-costs "$tmp/rounds.json" --format csv
+expect 0 "measured per round (bench_nccl_rounds: test, test, 2 points)" -- "$cli" simulate -n 2 -b 2K -a ring --round-costs "$tmp/rounds.json"
+expect 0 "ring,2,2048,0,2,0,30,30," -- "$cli" simulate -n 2 -b 2K -a ring --alpha 0ns --bandwidth 1000TB/s --round-costs "$tmp/rounds.json" --format csv
+expect 0 ",1,15" -- "$cli" simulate -n 2 -b 2K -a ring --alpha 0ns --bandwidth 1000TB/s --round-costs "$tmp/rounds.json" --format csv
+expect 0 '"round_overhead_us": 1' -- "$cli" simulate -n 2 -b 2K -a ring --round-costs "$tmp/rounds.json" --format json
+expect 2 "round costs '$tmp/none.json': cannot open the file" -- "$cli" simulate -n 8 -b 1M --round-costs "$tmp/none.json"
+echo '{"format": "other"}' >"$tmp/bad.json"
+expect 2 "format 'other', expected 'stragglar-round-costs/1'" -- "$cli" simulate -n 8 -b 1M --round-costs "$tmp/bad.json"
+expect 2 "duration '-3us'" -- "$cli" simulate -n 8 -b 1M --round-overhead -3us
+expect 108 "--round-overhead excludes --round-costs" -- "$cli" simulate -n 8 -b 1M --round-overhead 1us --round-costs "$tmp/rounds.json"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
