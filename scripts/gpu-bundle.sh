@@ -6,7 +6,8 @@
 #
 # DIR gets (nothing else; at most 60 MiB, checked):
 #   bin/     test_cuda_device, test_nccl_allreduce, bench_reduce_kernels, stragglar-bench-gpu,
-#            nccl_preload_check, preload_keeps_program_nccl + libstragglar_nccl_preload.so:
+#            bench_nccl_rounds, nccl_preload_check, preload_keeps_program_nccl +
+#            libstragglar_nccl_preload.so:
 #            sm_90 (H100/H200), static cudart; libnccl.so.2 and Open MPI's libmpi.so.40 come
 #            from the device's system paths
 #   torch/   when this machine's python3 imports torch and UCX is found: the prebuilt static
@@ -34,14 +35,14 @@ if python3 -c "import torch" >/dev/null 2>&1 && pkg-config --exists ucx 2>/dev/n
 # here (STRAGGLAR_TORCH=OFF: its libraries are built, the module is the device's).
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRAGGLAR_CUDA=ON -DSTRAGGLAR_TORCH=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS" -DSTRAGGLAR_TESTS=ON -DSTRAGGLAR_BENCH=ON -DSTRAGGLAR_WERROR=ON >/dev/null
-targets=(test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar_bench_gpu
+targets=(test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar_bench_gpu bench_nccl_rounds
          stragglar_nccl_preload nccl_preload_check preload_keeps_program_nccl)  # the NCCL preload
 [ $with_torch = 1 ] && targets+=(stragglar_core stragglar_runtime stragglar_ucx stragglar_nccl)
 cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}"
 
 rm -rf "$DIR"
 mkdir -p "$DIR/bin"
-for b in test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar-bench-gpu; do
+for b in test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar-bench-gpu bench_nccl_rounds; do
   cp "$BUILD/$b" "$DIR/bin/"
   strip --strip-debug "$DIR/bin/$b"
 done

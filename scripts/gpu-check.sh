@@ -4,8 +4,9 @@
 #   scripts/gpu-bundle.sh build-bundle          # here: build what the check runs (≈ 20 MiB)
 #   bash scripts/gpu-check.sh build-bundle      # there, in the repository root (logs: ${OUT:-./gpu-check-out})
 #
-# What comes back from a device call's $OUT is at most 8 files: the check leaves three there,
-# summary.txt, stragglar_bench_gpu.json and gpu-check-logs.tar.gz (every log, packed on exit);
+# What comes back from a device call's $OUT is at most 8 files: the check leaves four there,
+# summary.txt, stragglar_bench_gpu.json, round_costs.json and gpu-check-logs.tar.gz (every log,
+# packed on exit);
 # a failing step also prints its log's last lines before the table.
 #
 # DIR is a bundle (DIR/bin/...) or a build folder with the programs at its top. Steps (STEPS
@@ -28,18 +29,23 @@
 #            torch's NCCL; a program keeps the system's; nccl_preload_check at 4 ranks plain and
 #            preloaded (calls served, the grouped and int8 ones passed on); torch's ProcessGroupNCCL
 #            all_reduce preloaded (calls served)
+#   rounds   bench_nccl_rounds, 8 ranks: the executor's host enqueue time per round at n = 2..8,
+#            1 KiB..256 MiB, StragglAR and ring (the simulator's GPU model, docs/gpu.md): every
+#            point measured, every result exact; $OUT/round_costs.json. Last: a full check that
+#            runs out of budget stops it at its deadline with a partial table (rerun STEPS=rounds)
 # Prints the bench's table, then the table of steps last. Exit 0 only if every step of STEPS ran
 # and passed; 77 if there is no GPU; 2 if DIR lacks the programs or STEPS names an unknown step.
 # Knobs: STEPS (default all, in the order above; e.g. STEPS="kernels kbench" to rerun two),
 # BUDGET_S, BENCH_RANKS=8, BENCH_BYTES=32M, DELAY_MS=800, BENCH_ITERS=24 (issue 20's 24 calls:
-# auto's first calls count), BENCH_ALGOS, REQUIRED_ALGOS, KERNEL_GOAL=0.80, PYTHON=python3,
+# auto's first calls count), BENCH_ALGOS, REQUIRED_ALGOS, KERNEL_GOAL=0.80, ROUNDS_NRANKS=2-8,
+# ROUNDS_SIZES (default 1K..256M, powers of 4), ROUNDS_ALGOS=stragglar,ring, PYTHON=python3,
 # TORCH_BUILD (default DIR/torch/build), TORCH_BUILD_S=240 (configure + build of the module),
 # SKIP_TORCH=1 (then the check cannot pass).
 set -u
 DIR=${1:-./build}
 OUT=${OUT:-./gpu-check-out}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ALL_STEPS="kernels nccl2 nccl4 nccl8 timeout torch kbench bench preload"
+ALL_STEPS="kernels nccl2 nccl4 nccl8 timeout torch kbench bench preload rounds"
 STEPS=${STEPS:-$ALL_STEPS}
 for st in $STEPS; do
   case " $ALL_STEPS " in *" $st "*) ;; *) echo "gpu-check: unknown step '$st' in STEPS (steps: $ALL_STEPS)" >&2; exit 2;; esac
@@ -55,6 +61,9 @@ BENCH_ALGOS=${BENCH_ALGOS:-stragglar,ring,native,auto}
 DELAY_MS=${DELAY_MS:-800}
 BENCH_ITERS=${BENCH_ITERS:-24}
 BUDGET_S=${BUDGET_S:-480}
+ROUNDS_NRANKS=${ROUNDS_NRANKS:-2-8}
+ROUNDS_SIZES=${ROUNDS_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M,64M,256M}
+ROUNDS_ALGOS=${ROUNDS_ALGOS:-stragglar,ring}
 PYTHON=${PYTHON:-python3}
 status=0
 START=$SECONDS
@@ -87,7 +96,7 @@ step() {
 
 if [ -x "$DIR/bin/test_cuda_device" ]; then BIN=$(cd "$DIR/bin" && pwd); else BIN=$(cd "$DIR" 2>/dev/null && pwd); fi
 for bin in test_cuda_device test_nccl_allreduce bench_reduce_kernels stragglar-bench-gpu nccl_preload_check \
-           preload_keeps_program_nccl libstragglar_nccl_preload.so; do
+           preload_keeps_program_nccl libstragglar_nccl_preload.so bench_nccl_rounds; do
   if [ -z "$BIN" ] || [ ! -f "$BIN/$bin" ]; then
     echo "gpu-check: $DIR/bin/$bin (or $DIR/$bin) not found: make a bundle first (scripts/gpu-bundle.sh $DIR)" >&2
     exit 2
@@ -364,6 +373,62 @@ if want preload; then
     fi
   else
     row "NCCL preload, torch ProcessGroupNCCL n=4" FAIL 0 "not run: $PYTHON has no torch with CUDA"
+  fi
+fi
+
+# rounds: the executor's per-round host cost over NCCL for the simulator's GPU model (docs/gpu.md
+# "The simulator's GPU model"). Not yet run on a GPU: estimated ~90 s on the H100 (14 points per
+# size, each a few calls of up to 15 rounds at ~10 ms per message over these sockets; 256 MiB
+# ~2 s per call; 7 communicators), so 180 s (> 1.5 x a generous 120 s). The benchmark stops
+# starting points 25 s before its limit and writes what it has, sizes smallest first.
+if want rounds; then
+  log="$LOGS/bench_nccl_rounds.log"
+  t0=$SECONDS
+  lim=$(limit 180)
+  deadline=$((lim - 25))
+  if [ "$deadline" -lt 10 ]; then
+    row "per-round cost of the NCCL executor (rounds)" FAIL 0 "not run: $lim s of budget left (BUDGET_S=$BUDGET_S); rerun STEPS=rounds"
+  else
+    step "$lim" "${MPIRUN[@]}" -np 8 sh -c "$(per_rank "$BIN/bench_nccl_rounds" --nranks "$ROUNDS_NRANKS" \
+      --sizes "$ROUNDS_SIZES" --algo "$ROUNDS_ALGOS" -n 5 --min-iters 1 --point-seconds 0.3 --deadline "$deadline" \
+      --json "$LOGS/round_costs.json")" >"$log" 2>&1
+    rc=$?
+    verdict="rounds: no JSON written"
+    [ -s "$LOGS/round_costs.json" ] && cp "$LOGS/round_costs.json" "$OUT/round_costs.json" &&
+    verdict=$(python3 - "$LOGS/round_costs.json" "$ROUNDS_NRANKS" "$ROUNDS_SIZES" "$ROUNDS_ALGOS" 2>&1 <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ranks = set()
+for item in sys.argv[2].split(","):
+    lo, _, hi = item.partition("-")
+    ranks.update(range(int(lo), int(hi or lo) + 1))
+want = len(ranks) * len([s for s in sys.argv[3].split(",") if s]) * len([a for a in sys.argv[4].split(",") if a])
+rows = d["rows"]
+wrong = [f"{r['algorithm']} n={r['nranks']} {r['bytes']}" for r in rows if r.get("wrong")]
+bad = [f"{r['algorithm']} n={r['nranks']} {r['bytes']}" for r in rows if not r["host_us_per_round"] > 0]
+def size(b):
+    return f"{b >> 20}M" if b >= 1 << 20 else f"{b >> 10}K"
+sizes = sorted({r["bytes"] for r in rows})
+for algo in sorted({r["algorithm"] for r in rows}):
+    print(f"host enqueue per round (us), {algo}, {d['transport']}:")
+    print("      " + "".join(f"{size(b):>8}" for b in sizes))
+    for n in sorted({r["nranks"] for r in rows}):
+        cells = {r["bytes"]: r["host_us_per_round"] for r in rows if r["algorithm"] == algo and r["nranks"] == n}
+        print(f"  n={n:<2}" + "".join(f"{cells[b]:>8.1f}" if b in cells else f"{'-':>8}" for b in sizes))
+print(f"rounds: {len(rows)} of {want} points measured, {len(d.get('skipped', []))} skipped at the deadline, "
+      f"{len(wrong)} with wrong results{': ' + ', '.join(wrong[:4]) if wrong else ''}"
+      + (f", {len(bad)} without a time" if bad else ""))
+sys.exit(1 if wrong or bad or len(rows) != want or not d.get("complete") else 0)
+EOF
+)
+    vrc=$?
+    echo "$verdict" | sed '$d' | tee -a "$SUMMARY"
+    last=$(echo "$verdict" | tail -1)
+    if [ $rc -eq 0 ] && [ $vrc -eq 0 ]; then
+      row "per-round cost of the NCCL executor (rounds)" PASS $((SECONDS - t0)) "${last#rounds: }; round_costs.json"
+    else
+      row "per-round cost of the NCCL executor (rounds)" FAIL $((SECONDS - t0)) "rc=$rc, ${last:-no JSON}; rerun STEPS=rounds (see ${log#$OUT/})" "$log"
+    fi
   fi
 fi
 
