@@ -9,10 +9,10 @@
 
 namespace stragglar {
 
-// Every function below takes an optional RoundOverhead (round_costs.hpp): h, the host's time to
-// enqueue one round, for s.algorithm at s.nranks and `bytes`. The host never waits for the
-// stream, so it runs ahead: a rank's k-th round cannot start before its arrival + k·h. With
-// h = 0 (the default) the α-β model alone.
+// The functions below but the four-argument simulate() take an optional RoundOverhead
+// (round_costs.hpp): h, the host's time to enqueue one round, for s.algorithm at s.nranks and
+// `bytes`. The host never waits for the stream, so it runs ahead: a rank's k-th round cannot
+// start before its arrival + k·h. With none (the default) the α-β model alone.
 
 // Lock-step: Σ over rounds of α + β · (most bytes any rank sends or receives that round)
 // (+ γ · the bytes that rank reduces, when cost.gamma_s_per_byte > 0); with h, the k-th round
