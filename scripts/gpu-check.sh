@@ -377,9 +377,9 @@ if want preload; then
 fi
 
 # rounds: the executor's per-round host cost over NCCL for the simulator's GPU model (docs/gpu.md
-# "The simulator's GPU model"). Not yet run on a GPU: estimated ~90 s on the H100 (14 points per
+# "The simulator's GPU model"). Not yet run on a GPU: estimated 60–120 s on the H100 (14 points per
 # size, each a few calls of up to 15 rounds at ~10 ms per message over these sockets; 256 MiB
-# ~2 s per call; 7 communicators), so 180 s (> 1.5 x a generous 120 s). The benchmark stops
+# ~2 s per call; 7 communicators), so 180 s (1.5 x the high end). The benchmark stops
 # starting points 25 s before its limit and writes what it has, sizes smallest first.
 if want rounds; then
   log="$LOGS/bench_nccl_rounds.log"
