@@ -34,7 +34,7 @@ struct RoundCostTable {
   std::string tool = "bench_nccl_rounds";
   std::string transport;       // e.g. "NCCL over loopback sockets, 1 GPU shared"
   std::string device;          // e.g. "NVIDIA H200"
-  std::string nccl_version;
+  std::string library;         // e.g. "NCCL 2.28.3"
   std::string date;            // UTC, ISO 8601
   int pipeline = 1;            // StragglAR's K
   bool complete = true;        // false: stopped at its deadline, `skipped` not measured

@@ -87,11 +87,12 @@ double interpolate(const std::vector<std::pair<double, double>>& pts, double x) 
 void write_round_costs_json(std::ostream& out, const RoundCostTable& t) {
   json doc{{"format", kRoundCostsFormat},
            {"tool", t.tool},
-           {"what", "host enqueue time per round of stragglar's executor over NCCL (and the GPU time per round "
-                    "from CUDA events), per algorithm, rank count and buffer size; times in microseconds"},
+           {"what", "host time per round of stragglar's executor (on a GPU, its time to enqueue the round) and the "
+                    "device's time per round from its events, per algorithm, rank count and buffer size; times in "
+                    "microseconds"},
            {"transport", t.transport},
            {"device", t.device},
-           {"nccl_version", t.nccl_version},
+           {"library", t.library},
            {"date", t.date},
            {"pipeline", t.pipeline},
            {"dtype", "float"},
@@ -133,7 +134,7 @@ RoundCostTable read_round_costs_json(std::istream& in, const std::string& what) 
   t.tool = text(doc, "tool");
   t.transport = text(doc, "transport");
   t.device = text(doc, "device");
-  t.nccl_version = text(doc, "nccl_version");
+  t.library = text(doc, "library");
   t.date = text(doc, "date");
   if (const auto it = doc.find("pipeline"); it != doc.end() && it->is_number_integer()) t.pipeline = it->get<int>();
   if (const auto it = doc.find("complete"); it != doc.end() && it->is_boolean()) t.complete = it->get<bool>();
@@ -153,10 +154,10 @@ RoundCostTable read_round_costs_file(const std::string& path) {
 
 std::string format_round_costs(const RoundCostTable& t) {
   std::ostringstream o;
-  o << "# " << t.tool << ": host enqueue time per round of the executor over NCCL; " << t.device
-    << (t.nccl_version.empty() ? "" : ", NCCL " + t.nccl_version) << "; transport: " << t.transport
+  o << "# " << t.tool << ": host time per round of the executor (on a GPU: enqueueing it); " << t.device
+    << (t.library.empty() ? "" : ", " + t.library) << "; transport: " << t.transport
     << "; StragglAR K = " << t.pipeline << "\n"
-    << "# host: enqueue time per round, median over ranks x calls (min..max); gpu: per round from CUDA events,\n"
+    << "# host: time per round, median over ranks x calls (min..max); gpu: per round from the device's events,\n"
     << "# waits for peers included (it says what the transport costs, not the host)\n";
   o << std::left << std::setw(11) << "algorithm" << std::right << std::setw(4) << "n" << std::setw(11) << "size"
     << std::setw(7) << "rounds" << std::setw(6) << "calls" << std::setw(14) << "host(us/rnd)" << std::setw(22)

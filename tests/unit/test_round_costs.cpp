@@ -123,7 +123,7 @@ TEST(RoundCosts, TheSimulatorUsesTheTablesValueForTheSchedule) {
 
 TEST(RoundCosts, JsonRoundTripsEveryField) {
   RoundCostTable t = small_table();
-  t.nccl_version = "2.28.3";
+  t.library = "NCCL 2.28.3";
   t.date = "2026-11-28T12:00:00Z";
   t.pipeline = 2;
   t.complete = false;
@@ -145,7 +145,7 @@ TEST(RoundCosts, JsonRoundTripsEveryField) {
   const RoundCostTable back = read_round_costs_json(io, "test");
   EXPECT_EQ(back.device, t.device);
   EXPECT_EQ(back.transport, t.transport);
-  EXPECT_EQ(back.nccl_version, t.nccl_version);
+  EXPECT_EQ(back.library, t.library);
   EXPECT_EQ(back.date, t.date);
   EXPECT_EQ(back.pipeline, 2);
   EXPECT_FALSE(back.complete);

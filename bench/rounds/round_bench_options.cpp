@@ -1,5 +1,5 @@
-// bench_nccl_rounds' flags, stopping rule and row summary (nccl_rounds_options.hpp).
-#include "nccl_rounds_options.hpp"
+// The per-round benchmark's flags, stopping rule and row summary (round_bench_options.hpp).
+#include "round_bench_options.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -61,11 +61,11 @@ void check_size(std::size_t bytes, const std::string& text) {
 
 }  // namespace
 
-std::optional<int> parse_round_bench_flags(int argc, const char* const* argv, int world, RoundBenchOptions& o,
-                                           std::ostream& out, std::ostream& err) {
-  CLI::App app{"bench_nccl_rounds: the host's enqueue time per round (and the GPU time per round) of stragglar's "
-               "executor over NCCL, per algorithm, rank count and size; one MPI process per rank "
-               "(docs/gpu.md \"The simulator's GPU model\")"};
+std::optional<int> parse_round_bench_flags(int argc, const char* const* argv, int world, const std::string& tool,
+                                           const std::string& native, RoundBenchOptions& o, std::ostream& out,
+                                           std::ostream& err) {
+  CLI::App app{tool + ": the host's time per round of stragglar's executor (and the device's time per round), per "
+               "algorithm, rank count and size; one MPI process per rank (docs/gpu.md \"The simulator's GPU model\")"};
   std::string ranks, sizes, min_bytes = "1K", max_bytes = "256M", algos = "stragglar,ring";
   double factor = 4;
   app.add_option("--nranks", ranks, "rank counts: a range 2-8 or a list 2,4,8 (default: 2 to the job's size)");
@@ -73,7 +73,7 @@ std::optional<int> parse_round_bench_flags(int argc, const char* const* argv, in
   app.add_option("-b,--minbytes", min_bytes, "smallest size")->capture_default_str();
   app.add_option("-e,--maxbytes", max_bytes, "largest size")->capture_default_str();
   app.add_option("-f,--stepfactor", factor, "size factor from one size to the next")->capture_default_str();
-  app.add_option("--algo", algos, "algorithms with a schedule (stragglar, ring, rhd ...) or native (ncclAllReduce)")
+  app.add_option("--algo", algos, "algorithms with a schedule (stragglar, ring, rhd ...) or native (" + native + ")")
       ->capture_default_str();
   app.add_option("--pipeline,-k", o.pipeline, "StragglAR's chunks per rank K")->capture_default_str();
   app.add_option("-w,--warmup", o.warmup, "untimed calls before the first size of each algorithm and n")
@@ -137,7 +137,7 @@ std::optional<int> parse_round_bench_flags(int argc, const char* const* argv, in
     require(o.deadline_s >= 0 && std::isfinite(o.deadline_s), "--deadline: expected a finite time >= 0 (0: none)");
     require(o.call_timeout_s > 0 && std::isfinite(o.call_timeout_s), "--call-timeout: expected a finite time > 0");
   } catch (const Error& e) {
-    err << "bench_nccl_rounds: " << e.what() << "\n";
+    err << tool << ": " << e.what() << "\n";
     return 2;
   }
   return std::nullopt;

@@ -1,12 +1,12 @@
-// bench_nccl_rounds' CPU side (bench/cuda/nccl_rounds_options.hpp): flags, the stopping rule,
-// a point's samples summarised into a row. The program itself needs a GPU.
+// The per-round benchmark's shared part (bench/rounds/round_bench_options.hpp): flags, the
+// stopping rule, a point's samples summarised into a row.
 #include <gtest/gtest.h>
 
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "nccl_rounds_options.hpp"
+#include "round_bench_options.hpp"
 
 namespace stragglar::bench {
 namespace {
@@ -23,13 +23,14 @@ Parsed parse(std::vector<std::string> args, int world = 8) {
   for (const std::string& a : args) argv.push_back(a.c_str());
   Parsed p;
   std::ostringstream out, err;
-  p.code = parse_round_bench_flags(static_cast<int>(argv.size()), argv.data(), world, p.o, out, err);
+  p.code = parse_round_bench_flags(static_cast<int>(argv.size()), argv.data(), world, "bench_nccl_rounds",
+                                   "ncclAllReduce", p.o, out, err);
   p.out = out.str();
   p.err = err.str();
   return p;
 }
 
-TEST(NcclRoundsBench, DefaultsAreEveryRankCountAndPowersOfFourFrom1KiBTo256MiB) {
+TEST(RoundBench, DefaultsAreEveryRankCountAndPowersOfFourFrom1KiBTo256MiB) {
   const Parsed p = parse({});
   ASSERT_FALSE(p.code.has_value()) << p.err;
   EXPECT_EQ(p.o.nranks, (std::vector<int>{2, 3, 4, 5, 6, 7, 8}));
@@ -42,7 +43,7 @@ TEST(NcclRoundsBench, DefaultsAreEveryRankCountAndPowersOfFourFrom1KiBTo256MiB) 
   EXPECT_TRUE(p.o.json.empty());
 }
 
-TEST(NcclRoundsBench, ListsRangesAndFlags) {
+TEST(RoundBench, ListsRangesAndFlags) {
   const Parsed p = parse({"--nranks", "2-4,8", "--sizes", "1K,64K,256M", "--algo", "stragglar,ring,native", "-n", "3",
                           "--min-iters", "2", "--point-seconds", "0.25", "--deadline", "140", "--json", "out.json",
                           "-k", "2", "-w", "0"});
@@ -63,7 +64,7 @@ TEST(NcclRoundsBench, ListsRangesAndFlags) {
   EXPECT_EQ(sweep.o.nranks, (std::vector<int>{2}));
 }
 
-TEST(NcclRoundsBench, BadFlagsExit2NamingTheValue) {
+TEST(RoundBench, BadFlagsExit2NamingTheValue) {
   auto err_of = [](std::vector<std::string> args, int world = 8) {
     const Parsed p = parse(std::move(args), world);
     EXPECT_EQ(p.code, 2);
@@ -86,9 +87,11 @@ TEST(NcclRoundsBench, BadFlagsExit2NamingTheValue) {
   const Parsed help = parse({"--help"});
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--deadline"), std::string::npos);
+  EXPECT_NE(help.out.find("native (ncclAllReduce)"), std::string::npos);
+  EXPECT_EQ(parse({"-n", "0"}).err.rfind("bench_nccl_rounds: ", 0), 0u) << "the tool's name first";
 }
 
-TEST(NcclRoundsBench, APointStopsAtItsCallsOrItsTimeOnceTheLeastRan) {
+TEST(RoundBench, APointStopsAtItsCallsOrItsTimeOnceTheLeastRan) {
   RoundBenchOptions o;
   o.iters = 5;
   o.min_iters = 2;
@@ -101,7 +104,7 @@ TEST(NcclRoundsBench, APointStopsAtItsCallsOrItsTimeOnceTheLeastRan) {
   EXPECT_FALSE(another_call(o, 5, 0.1));  // the most
 }
 
-TEST(NcclRoundsBench, PerRoundTimesAreEachRanksCallOverItsOwnRounds) {
+TEST(RoundBench, PerRoundTimesAreEachRanksCallOverItsOwnRounds) {
   // Two ranks: rank 0 runs 10 rounds, rank 1 (StragglAR's straggler) 5. Host calls 100 and
   // 200 µs on rank 0 (10, 20 per round), 50 and 60 µs on rank 1 (10, 12 per round).
   PointSamples s;

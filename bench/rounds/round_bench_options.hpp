@@ -1,6 +1,6 @@
-// bench_nccl_rounds without the GPU: its flags, when a point stops calling, and how a point's
-// samples become a row of the stragglar-round-costs/1 table (round_costs.hpp). Unit-tested on
-// CPUs (tests/unit/test_nccl_rounds_options.cpp); the program itself needs a GPU.
+// The per-round benchmark's flags, when a point stops calling, and how a point's samples become
+// a row of the stragglar-round-costs/1 table (round_costs.hpp): shared by bench_nccl_rounds
+// (GPU) and bench_mpi_rounds (CPU), unit-tested in tests/unit/test_round_bench_options.cpp.
 #pragma once
 #include <cstddef>
 #include <iosfwd>
@@ -15,7 +15,7 @@ namespace stragglar::bench {
 struct RoundBenchOptions {
   std::vector<int> nranks;              // communicator sizes: ranks 0..n-1 of the job
   std::vector<std::size_t> sizes;       // bytes per call (float elements)
-  std::vector<std::string> algorithms;  // scheduled algorithms, or native (one ncclAllReduce: rounds = 1)
+  std::vector<std::string> algorithms;  // scheduled algorithms, or native (the backend's own call: rounds = 1)
   int pipeline = 1;                     // StragglAR's K
   int warmup = 1;                       // untimed calls before a (n, algorithm)'s first size
   int iters = 5;                        // timed calls per point, at most
@@ -26,11 +26,12 @@ struct RoundBenchOptions {
   std::string json;                     // --json FILE
 };
 
-// Parses argv for a job of `world` ranks. Returns the exit code to stop with: 0 after --help
-// (printed to `out`), 2 after a bad flag (the reason printed to `err`, naming the value and what
-// was expected); nullopt to go on.
-std::optional<int> parse_round_bench_flags(int argc, const char* const* argv, int world, RoundBenchOptions& o,
-                                           std::ostream& out, std::ostream& err);
+// Parses argv of `tool` for a job of `world` ranks. Returns the exit code to stop with: 0 after
+// --help (printed to `out`), 2 after a bad flag (the reason printed to `err`, naming the value
+// and what was expected); nullopt to go on. `native`: what --algo native runs, for the help.
+std::optional<int> parse_round_bench_flags(int argc, const char* const* argv, int world, const std::string& tool,
+                                           const std::string& native, RoundBenchOptions& o, std::ostream& out,
+                                           std::ostream& err);
 
 // Whether a point makes another timed call after `done` of them, `elapsed_s` into the point.
 bool another_call(const RoundBenchOptions& o, int done, double elapsed_s);
