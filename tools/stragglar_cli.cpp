@@ -7,6 +7,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -188,6 +189,7 @@ int run_simulate(const SimArgs& a) {
   else delay.seconds = parse_duration_s(a.delay);
   const int pipeline = parse_pipeline(a.pipeline);
   const RoundOverhead overhead = overhead_from(a);
+  std::set<std::string> noted;  // algorithms priced outside the measured table, said once
 
   std::vector<Algorithm> algos;
   if (a.algo == "all") algos = scheduled_algorithms();
@@ -205,6 +207,9 @@ int run_simulate(const SimArgs& a) {
     o.cost = cost;
     if (algo == Algorithm::stragglar && pipeline == kPipelineAuto) o.pipeline = choose_pipeline(a.nranks, bytes, cost);
     const Schedule s = synthesize(algo, a.nranks, o);
+    if (overhead.beyond_table(s.algorithm, a.nranks, bytes) && noted.insert(s.algorithm).second)
+      std::cerr << "stragglar: note: " << s.algorithm << " at n = " << a.nranks << ", " << format_bytes(bytes)
+                << " is outside the measured round costs: the nearest measured point's value is used\n";
     int K = 0;  // chunks per punctual rank, for the pipelined rows
     if (algo == Algorithm::stragglar) K = o.pipeline;
     if (algo == Algorithm::stragglar_k) K = s.nchunks / (a.nranks - static_cast<int>(s.late_ranks().size()));

@@ -64,6 +64,9 @@ class RoundOverhead {
   // measured sizes linear in log2(bytes), between measured rank counts linear in n, and beyond
   // the measured range the nearest point's value (never extrapolated).
   double host_s(std::string_view algorithm, int nranks, std::size_t bytes) const;
+  // Whether a table's lookup for these falls outside its measured range of n or size (then
+  // the nearest measured value stands in); a constant never does.
+  bool beyond_table(std::string_view algorithm, int nranks, std::size_t bytes) const;
   bool none() const noexcept { return table_ == nullptr && constant_s_ == 0; }
   // "12 us per round" or "measured: <device>, <transport>".
   std::string describe() const;

@@ -213,6 +213,24 @@ double RoundOverhead::host_s(std::string_view algorithm, int nranks, std::size_t
   return interpolate(by_n, static_cast<double>(nranks));
 }
 
+bool RoundOverhead::beyond_table(std::string_view algorithm, int nranks, std::size_t bytes) const {
+  if (table_ == nullptr) return false;
+  const bool has_algorithm = std::any_of(table_->rows.begin(), table_->rows.end(),
+                                         [&](const RoundCostRow& r) { return r.algorithm == algorithm; });
+  int n_lo = 0, n_hi = 0;
+  std::size_t b_lo = 0, b_hi = 0;
+  bool first = true;
+  for (const RoundCostRow& r : table_->rows) {
+    if (has_algorithm && r.algorithm != algorithm) continue;
+    n_lo = first ? r.nranks : std::min(n_lo, r.nranks);
+    n_hi = first ? r.nranks : std::max(n_hi, r.nranks);
+    b_lo = first ? r.bytes : std::min(b_lo, r.bytes);
+    b_hi = first ? r.bytes : std::max(b_hi, r.bytes);
+    first = false;
+  }
+  return nranks < n_lo || nranks > n_hi || bytes < b_lo || bytes > b_hi;
+}
+
 std::string RoundOverhead::describe() const {
   std::ostringstream o;
   if (table_ == nullptr) {

@@ -141,6 +141,7 @@ expect 0 "measured per round (bench_nccl_rounds: test, test, 2 points)" -- "$cli
 expect 0 "ring,2,2048,0,2,0,30,30," -- "$cli" simulate -n 2 -b 2K -a ring --alpha 0ns --bandwidth 1000TB/s --round-costs "$tmp/rounds.json" --format csv
 expect 0 ",1,15" -- "$cli" simulate -n 2 -b 2K -a ring --alpha 0ns --bandwidth 1000TB/s --round-costs "$tmp/rounds.json" --format csv
 expect 0 '"round_overhead_us": 1' -- "$cli" simulate -n 2 -b 2K -a ring --round-costs "$tmp/rounds.json" --format json
+expect 0 "ring at n = 16, 2 KiB is outside the measured round costs" -- "$cli" simulate -n 16 -b 2K -a ring --round-costs "$tmp/rounds.json"
 expect 2 "round costs '$tmp/none.json': cannot open the file" -- "$cli" simulate -n 8 -b 1M --round-costs "$tmp/none.json"
 echo '{"format": "other"}' >"$tmp/bad.json"
 expect 2 "format 'other', expected 'stragglar-round-costs/1'" -- "$cli" simulate -n 8 -b 1M --round-costs "$tmp/bad.json"

@@ -110,6 +110,11 @@ TEST(RoundCosts, LooksUpByAlgorithmInterpolatesInLogSizeAndInRanks) {
   expect_us(h.host_s("rhd", 2, 4096), 20, "pooled, one row there");
   expect_us(RoundOverhead(12 * us).host_s("anything", 64, 1), 12, "constant");
   expect_us(RoundOverhead().host_s("ring", 2, 1), 0, "none");
+  EXPECT_FALSE(h.beyond_table("ring", 3, 2048));
+  EXPECT_TRUE(h.beyond_table("ring", 8, 2048)) << "n above the measured 2..4";
+  EXPECT_TRUE(h.beyond_table("ring", 2, 512)) << "below the smallest size";
+  EXPECT_TRUE(h.beyond_table("stragglar", 4, 1024)) << "stragglar is measured at n = 2 only";
+  EXPECT_FALSE(RoundOverhead(12 * us).beyond_table("ring", 1000, 1));
   EXPECT_TRUE(RoundOverhead().none());
   EXPECT_FALSE(h.none());
 }
