@@ -192,7 +192,8 @@ int run_simulate(const SimArgs& a) {
     const Schedule s = synthesize(algo, a.nranks, o);
     int K = 0;  // chunks per punctual rank, for the pipelined rows
     if (algo == Algorithm::stragglar) K = o.pipeline;
-    if (algo == Algorithm::stragglar_k) K = s.nchunks / (a.nranks - static_cast<int>(s.late_ranks().size()));
+    if (algo == Algorithm::stragglar_k || algo == Algorithm::hierarchical)  // both: K·(n − k) chunks
+      K = s.nchunks / (a.nranks - static_cast<int>(s.late_ranks().size()));
     return SimRow{to_string(algo), K, simulate(s, bytes, cost, delay, late)};
   };
   const SimRow ring = run_one(Algorithm::ring);
