@@ -11,10 +11,10 @@
 namespace stragglar {
 namespace {
 
-// Wire time (β·bytes, per link class) each rank spends sending / receiving in one round, and
-// the bytes it reduces; a transfer moves |chunks|·s/nchunks bytes. With hosts, a host's ranks
-// share one link to the others, each direction: `host_out`/`host_in` hold the wire time of the
-// round's inter-host bytes summed over the host's ranks, which bounds every such transfer.
+// Wire time (β·bytes) each rank's port spends sending / receiving in one round, and the bytes
+// it reduces; a transfer moves |chunks|·s/nchunks bytes. With hosts, a host's ranks share one
+// link to the others, each direction: `host_out`/`host_in` hold the wire time (inter-host β) of
+// the round's inter-host bytes summed over the host's ranks, which bounds every such transfer.
 struct RoundLoad {
   std::unordered_map<int, double> sent, received, reduced;
   std::unordered_map<int, double> host_out, host_in;
@@ -24,11 +24,11 @@ RoundLoad load_of(const Round& round, double chunk_bytes, const CostModel& cost)
   RoundLoad l;
   for (const Transfer& t : round) {
     const double b = static_cast<double>(t.chunks.size()) * chunk_bytes;
-    const double wire = cost.beta_between(t.src, t.dst) * b;
-    l.sent[t.src] += wire;
-    l.received[t.dst] += wire;
+    l.sent[t.src] += cost.beta_s_per_byte * b;
+    l.received[t.dst] += cost.beta_s_per_byte * b;
     if (t.op == TransferOp::reduce) l.reduced[t.dst] += b;
     if (cost.crosses_hosts(t.src, t.dst)) {
+      const double wire = cost.inter_beta_s_per_byte * b;
       l.host_out[cost.host_of(t.src)] += wire;
       l.host_in[cost.host_of(t.dst)] += wire;
     }

@@ -132,18 +132,20 @@ Schedule synthesize_hierarchical(int n, const std::vector<int>& late, const Synt
 namespace stragglar {
 
 // Simulated, not a closed form: the intra-host phases, the shared host links and the rounds
-// of StragglAR's pipeline interact (two link classes). The smallest K within 2 % of the best
+// of StragglAR's pipeline interact. The smallest K within 2 % of the best
 // modelled time: every round also pays what the model leaves out (waking the peer, a TCP
 // message's start), so past the knee more rounds lose on a real link what the model gains.
 int choose_hierarchical_pipeline(int n, const std::vector<int>& late, std::size_t bytes, const CostModel& cost) {
   if (bytes == 0 || late.empty()) return 1;
   const int k = static_cast<int>(late.size());
   const long long per_k = static_cast<long long>(n / k - 1) * k;  // chunks at K = 1
+  // The schedule's premise: hosts of k ranks whose links to each other are the slow ones (the
+  // reason to reduce inside a host first). K is chosen for links at least 10x slower than a
+  // rank's port even where the model has them as fast (not measured: auto's one link class):
+  // there K changes the modelled time by a few per cent, on a slow link by tens.
   CostModel c = cost;
-  if (c.ranks_per_host == 0) {  // the schedule's own premise: hosts of k ranks, sharing a link each
-    c.ranks_per_host = k;
-    c.inter_beta_s_per_byte = c.beta_s_per_byte;
-  }
+  c.ranks_per_host = k;
+  c.inter_beta_s_per_byte = std::max(cost.ranks_per_host == k ? cost.inter_beta_s_per_byte : 0.0, 10 * c.beta_s_per_byte);
   std::vector<double> modelled;  // modelled[K - 1]
   double best_s = std::numeric_limits<double>::infinity();
   for (int K = 1; K <= 64 && K * per_k <= detail::kMaxHierarchicalChunks; ++K) {
