@@ -132,10 +132,10 @@ Schedule synthesize_hierarchical(int n, const std::vector<int>& late, const Synt
 namespace stragglar {
 
 // Simulated, not a closed form: the intra-host phases, the shared host links and the rounds
-// of StragglAR's pipeline interact. The smallest K within 2 % of the best
+// of StragglAR's pipeline interact. The smallest K within 1 % of the best
 // modelled time: every round also pays what the model leaves out (waking the peer, a TCP
 // message's start), so past the knee more rounds lose on a real link what the model gains.
-// The search stops once three K in a row gain less than 2 %.
+// The search stops once three K in a row gain less than 1 %.
 int choose_hierarchical_pipeline(int n, const std::vector<int>& late, std::size_t bytes, const CostModel& cost) {
   if (bytes == 0 || late.empty()) return 1;
   const int k = static_cast<int>(late.size());
@@ -149,17 +149,17 @@ int choose_hierarchical_pipeline(int n, const std::vector<int>& late, std::size_
   c.inter_beta_s_per_byte = std::max(cost.ranks_per_host == k ? cost.inter_beta_s_per_byte : 0.0, 10 * c.beta_s_per_byte);
   std::vector<double> modelled;  // modelled[K - 1]
   double best_s = std::numeric_limits<double>::infinity();
-  int flat = 0;  // K in a row that gained < 2 % on the best so far: the curve has flattened
+  int flat = 0;  // K in a row that gained < 1 % on the best so far: the curve has flattened
   for (int K = 1; K <= 64 && K * per_k <= detail::kMaxHierarchicalChunks && flat < 3; ++K) {
     SynthOptions o;
     o.pipeline = K;
     const double t = simulate(detail::synthesize_hierarchical(n, late, o), bytes, c, Delay{true, 0}, late).exposed_s;
     modelled.push_back(t);
-    flat = t < 0.98 * best_s ? 0 : flat + 1;
+    flat = t < 0.99 * best_s ? 0 : flat + 1;
     best_s = std::min(best_s, t);
   }
   for (std::size_t K = 1; K <= modelled.size(); ++K)
-    if (modelled[K - 1] <= 1.02 * best_s) return static_cast<int>(K);
+    if (modelled[K - 1] <= 1.01 * best_s) return static_cast<int>(K);
   return 1;
 }
 
