@@ -212,7 +212,8 @@ int run_simulate(const SimArgs& a) {
                 << " is outside the measured round costs: the nearest measured point's value is used\n";
     int K = 0;  // chunks per punctual rank, for the pipelined rows
     if (algo == Algorithm::stragglar) K = o.pipeline;
-    if (algo == Algorithm::stragglar_k) K = s.nchunks / (a.nranks - static_cast<int>(s.late_ranks().size()));
+    if (algo == Algorithm::stragglar_k || algo == Algorithm::hierarchical)  // both: K·(n − k) chunks
+      K = s.nchunks / (a.nranks - static_cast<int>(s.late_ranks().size()));
     return SimRow{to_string(algo), K, simulate(s, bytes, cost, delay, late, overhead),
                   overhead.host_s(s.algorithm, a.nranks, bytes)};
   };

@@ -9,16 +9,20 @@ struct CostModel {
   double alpha_s = 3e-6;                                   // per-message latency, seconds
   double beta_s_per_byte = 1.0 / (450.0 * 1073741824.0);   // 1 / bandwidth (450 GiB/s)
   double gamma_s_per_byte = 0.0;                           // reduction time per byte; 0: not modelled
-  // Two link classes (issue #23, hierarchical jobs): with ranks_per_host > 0, rank r sits on
-  // host r / ranks_per_host and a transfer between two hosts costs inter_beta_s_per_byte per
-  // byte instead of beta_s_per_byte. 0: one link class (the paper's model).
+  // Two link classes (hierarchical jobs): with ranks_per_host > 0, rank r sits on host
+  // r / ranks_per_host, and a host's ranks share one link to the other hosts (one each
+  // direction) of inter_beta_s_per_byte per byte: the simulator prices a round's inter-host
+  // bytes per host, summed over its ranks, as NICs and switch ports do; every rank's own port
+  // still moves at beta_s_per_byte. 0: one link class (the paper's model).
   int ranks_per_host = 0;
   double inter_beta_s_per_byte = 0.0;
 
-  // β of a transfer from rank a to rank b.
+  // β of a transfer from rank a to rank b alone on its links.
   double beta_between(int a, int b) const {
-    return ranks_per_host > 0 && a / ranks_per_host != b / ranks_per_host ? inter_beta_s_per_byte : beta_s_per_byte;
+    return crosses_hosts(a, b) && inter_beta_s_per_byte > beta_s_per_byte ? inter_beta_s_per_byte : beta_s_per_byte;
   }
+  int host_of(int rank) const { return ranks_per_host > 0 ? rank / ranks_per_host : 0; }
+  bool crosses_hosts(int a, int b) const { return ranks_per_host > 0 && host_of(a) != host_of(b); }
 };
 
 }  // namespace stragglar

@@ -47,6 +47,10 @@ int choose_pipeline(int nranks, std::size_t bytes, const CostModel& cost);
 // The same for stragglar-k with `late` ranks late (K·(n-late) chunks).
 int choose_stragglar_k_pipeline(int nranks, int late, std::size_t bytes, const CostModel& cost);
 
+// The same for hierarchical with the ranks `late` (one host) late: K·(H−1) chunks per host
+// segment, chosen by simulating each K with `cost` (hosts and inter-host links included).
+int choose_hierarchical_pipeline(int nranks, const std::vector<int>& late, std::size_t bytes, const CostModel& cost);
+
 // Lower bound on the rounds of StragglAR's `allreduce` phase in the single-port model
 // (issue #5): the straggler sends n-1 chunks, then the last needs ⌈log2 n⌉-1 doublings.
 int stragglar_round_bound(int nranks);

@@ -115,9 +115,11 @@ Options with_auto_cost(const Options& o, const Engine& engine, int ranks_per_hos
   if (x.cost) return x;  // the caller's model, hosts and all
   x.cost = engine.auto_cost_model();
   if (ranks_per_host > 0 && x.cost->ranks_per_host == 0) {
-    // Hosts known from the communicator, links between them not measured: one link class.
+    // Hosts known from the communicator, links between them not measured: a host's link as fast
+    // as its ranks' ports together, so that sharing it costs no schedule anything (one link
+    // class, the paper's per-rank model).
     x.cost->ranks_per_host = ranks_per_host;
-    if (x.cost->inter_beta_s_per_byte == 0) x.cost->inter_beta_s_per_byte = x.cost->beta_s_per_byte;
+    if (x.cost->inter_beta_s_per_byte == 0) x.cost->inter_beta_s_per_byte = x.cost->beta_s_per_byte / ranks_per_host;
   }
   return x;
 }

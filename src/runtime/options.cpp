@@ -42,6 +42,12 @@ int resolve_pipeline(const Options& o, int nranks, std::size_t bytes) {
                                                " ranks, expected at most n/2");
     return choose_stragglar_k_pipeline(nranks, late, bytes, o.cost.value_or(detail::env().cost));
   }
+  if (o.algorithm == Algorithm::hierarchical) {
+    if (o.stragglers.size() < 2) return 1;  // one late rank: StragglAR across single-rank hosts, as before
+    std::vector<int> late = o.stragglers;
+    std::sort(late.begin(), late.end());
+    return choose_hierarchical_pipeline(nranks, late, bytes, o.cost.value_or(detail::env().cost));
+  }
   return std::max(1, choose_pipeline(nranks, bytes, o.cost.value_or(detail::env().cost)));
 }
 

@@ -12,20 +12,27 @@
 namespace stragglar {
 namespace {
 
-// Wire time (β·bytes, per link class) each rank spends sending / receiving in one round, and
-// the bytes it reduces; a transfer moves |chunks|·s/nchunks bytes.
+// Wire time (β·bytes) each rank's port spends sending / receiving in one round, and the bytes
+// it reduces; a transfer moves |chunks|·s/nchunks bytes. With hosts, a host's ranks share one
+// link to the others, each direction: `host_out`/`host_in` hold the wire time (inter-host β) of
+// the round's inter-host bytes summed over the host's ranks, which bounds every such transfer.
 struct RoundLoad {
   std::unordered_map<int, double> sent, received, reduced;
+  std::unordered_map<int, double> host_out, host_in;
 };
 
 RoundLoad load_of(const Round& round, double chunk_bytes, const CostModel& cost) {
   RoundLoad l;
   for (const Transfer& t : round) {
     const double b = static_cast<double>(t.chunks.size()) * chunk_bytes;
-    const double wire = cost.beta_between(t.src, t.dst) * b;
-    l.sent[t.src] += wire;
-    l.received[t.dst] += wire;
+    l.sent[t.src] += cost.beta_s_per_byte * b;
+    l.received[t.dst] += cost.beta_s_per_byte * b;
     if (t.op == TransferOp::reduce) l.reduced[t.dst] += b;
+    if (cost.crosses_hosts(t.src, t.dst)) {
+      const double wire = cost.inter_beta_s_per_byte * b;
+      l.host_out[cost.host_of(t.src)] += wire;
+      l.host_in[cost.host_of(t.dst)] += wire;
+    }
   }
   return l;
 }
@@ -35,7 +42,16 @@ double reduced_by(const RoundLoad& l, int rank) {
   return it == l.reduced.end() ? 0.0 : it->second;
 }
 
-// Lock-step round time: α + the slowest rank's β·(its larger direction) + γ·(what it reduces).
+// The wire time of transfer t in its round: its ends' ports, and the hosts' links it crosses.
+double wire_time_s(const RoundLoad& l, const Transfer& t, const CostModel& cost) {
+  double w = std::max(l.sent.at(t.src), l.received.at(t.dst));
+  if (cost.crosses_hosts(t.src, t.dst))
+    w = std::max({w, l.host_out.at(cost.host_of(t.src)), l.host_in.at(cost.host_of(t.dst))});
+  return w;
+}
+
+// Lock-step round time: α + the slowest rank's β·(its larger direction) + γ·(what it reduces),
+// or the busiest host link's wire time if that is longer.
 // (With several ports this charges each rank its own volume; the event mode, which lets a
 // receiver wait for its sender's shared bandwidth, can be slower there. Single-port: equal.)
 double round_time_s(const RoundLoad& l, const CostModel& cost) {
@@ -43,6 +59,8 @@ double round_time_s(const RoundLoad& l, const CostModel& cost) {
   for (const auto& [rank, sent] : l.sent) slowest = std::max(slowest, sent);
   for (const auto& [rank, received] : l.received)
     slowest = std::max(slowest, received + cost.gamma_s_per_byte * reduced_by(l, rank));
+  for (const auto& [host, out] : l.host_out) slowest = std::max(slowest, out);
+  for (const auto& [host, in] : l.host_in) slowest = std::max(slowest, in);
   return cost.alpha_s + slowest;
 }
 
@@ -105,9 +123,10 @@ EventResult simulate_events(const Schedule& s, std::size_t bytes, const CostMode
       for (const Transfer& t : r) {
         // Both ends must have finished their previous rounds and enqueued this one; with
         // several ports the transfer shares the sender's and the receiver's bandwidth with the
-        // round's others.
+        // round's others, and between hosts the hosts' links with the round's other inter-host
+        // transfers.
         const double start = std::max({ready[t.src], ready[t.dst], enqueued[t.src], enqueued[t.dst]});
-        const double end = start + cost.alpha_s + std::max(load.sent.at(t.src), load.received.at(t.dst));
+        const double end = start + cost.alpha_s + wire_time_s(load, t, cost);
         double& a = done[t.src];
         a = std::max(a, end);
         // The receiver then reduces what it got (γ): it is busy, the sender is not.

@@ -51,7 +51,7 @@ constexpr AlgorithmInfo kTable[] = {
     {Algorithm::stragglar_k, "stragglar-k", kStragglarKAliases, AlgorithmKind::schedule, true, true, &stragglar_k,
      "k ranks late together (issue #23): ReduceScatter among the others during the delay, then each late rank "
      "sends its data to the chunks' collectors and receives final chunks"},
-    {Algorithm::hierarchical, "hierarchical", {}, AlgorithmKind::schedule, true, false, &hierarchical,
+    {Algorithm::hierarchical, "hierarchical", {}, AlgorithmKind::schedule, true, true, &hierarchical,
      "a late host (the k late ranks are one host of k): reduce inside hosts, StragglAR across hosts, gather inside"},
     {Algorithm::native, "native", kNativeAliases, AlgorithmKind::native, false, false, nullptr,
      "the engine's own AllReduce (MPI_Allreduce, ncclAllReduce, Gloo)"},

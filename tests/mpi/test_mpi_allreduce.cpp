@@ -134,13 +134,14 @@ struct Case {
   bool c_api;
   std::uint64_t seed;
   std::vector<int> stragglers = {};  // Options::stragglers (issue #23); all of them are delayed
+  int pipeline = kPipelineAuto;      // Options::pipeline (pipelined algorithms)
 };
 
 std::string describe(const Case& c) {
   char text[256];
-  std::snprintf(text, sizeof text, "n=%d algo=%s dtype=%s op=%s count=%zu %s straggler=%d delay=%dms api=%s",
+  std::snprintf(text, sizeof text, "n=%d algo=%s dtype=%s op=%s count=%zu %s straggler=%d delay=%dms api=%s K=%d",
                 g_n, c.algo.c_str(), to_string(c.dtype), to_string(c.op), c.count,
-                c.in_place ? "in-place" : "out-of-place", c.straggler, c.delay_ms, c.c_api ? "C" : "C++");
+                c.in_place ? "in-place" : "out-of-place", c.straggler, c.delay_ms, c.c_api ? "C" : "C++", c.pipeline);
   return text;
 }
 
@@ -166,6 +167,7 @@ void run_case(const Case& c) {
       stragglar_options_init(&o);
       o.algorithm = static_cast<stragglar_algorithm>(options_for(c.algo).algorithm);  // the C enum = the table's ids
       o.straggler = c.straggler;
+      o.pipeline = c.pipeline;
       o.stragglers = c.stragglers.empty() ? nullptr : c.stragglers.data();
       o.nstragglers = static_cast<int>(c.stragglers.size());
       const stragglar_result r = stragglar_mpi_allreduce(
@@ -179,6 +181,7 @@ void run_case(const Case& c) {
       Options o = options_for(c.algo);
       o.straggler = c.straggler;
       o.stragglers = c.stragglers;
+      o.pipeline = c.pipeline;
       allreduce(sbuf, recv.data(), c.count, c.dtype, c.op, MPI_COMM_WORLD, o);
     }
   } catch (const std::exception& e) {
@@ -770,7 +773,8 @@ int late_set() {
             const int k = static_cast<int>(set.size());
             const int first = *std::min_element(set.begin(), set.end());
             if (2 * k <= g_n && g_n % k == 0 && first % k == 0 && *std::max_element(set.begin(), set.end()) == first + k - 1)
-              run_case({"hierarchical", t, op, count, in_place == 1, -1, delay, !c_api, ++seed, set});
+              run_case({"hierarchical", t, op, count, in_place == 1, -1, delay, !c_api, ++seed, set,
+                        1 + static_cast<int>(seed % 4)});  // StragglAR across hosts pipelined 1..4-fold
           }
   if (g_n >= 4) {
     std::vector<double> in(64, 1.0), out(64, -1.0);

@@ -274,3 +274,78 @@ TEST(Simulate, TwoLinkClassesChargeInterHostTransfers) {
 
 }  // namespace
 }  // namespace stragglar
+
+namespace stragglar {
+namespace {
+
+// A host's ranks share its link: two ranks of host 0 sending to host 1 in one round take twice
+// one rank's time; without hosts each rank has its own port, as in the paper's model.
+TEST(Simulate, HostLinkIsSharedByItsRanks) {
+  Schedule s;
+  s.algorithm = "two-pairs";
+  s.nranks = 4;
+  s.nchunks = 4;
+  s.phases.push_back({"cross", true, {Round{{0, 2, ChunkList{0}, TransferOp::copy}, {1, 3, ChunkList{1}, TransferOp::copy}}}});
+  const std::size_t bytes = 4 << 20;
+  const double chunk = static_cast<double>(bytes) / 4;
+  CostModel flat;
+  CostModel hosts = flat;
+  hosts.ranks_per_host = 2;
+  hosts.inter_beta_s_per_byte = 10 * flat.beta_s_per_byte;
+  EXPECT_NEAR(lockstep_time_s(s, bytes, flat), flat.alpha_s + flat.beta_s_per_byte * chunk, 1e-12);
+  EXPECT_NEAR(lockstep_time_s(s, bytes, hosts), flat.alpha_s + 2 * hosts.inter_beta_s_per_byte * chunk, 1e-12);
+  const EventResult e = simulate_events(s, bytes, hosts, std::vector<double>(4, 0.0));
+  EXPECT_NEAR(e.last_finish_s, flat.alpha_s + 2 * hosts.inter_beta_s_per_byte * chunk, 1e-12);
+  // One rank per host: the host's link is the rank's, nothing changes.
+  hosts.ranks_per_host = 1;
+  EXPECT_NEAR(lockstep_time_s(s, bytes, hosts), flat.alpha_s + hosts.inter_beta_s_per_byte * chunk, 1e-12);
+}
+
+// StragglAR across hosts pipelined K-fold: K·(n−k) chunks, exact for every host shape.
+TEST(Hierarchical, PipelinedVerifies) {
+  for (int n : {4, 6, 8, 12, 16, 24})
+    for (int k = 1; 2 * k <= n; ++k) {
+      if (n % k) continue;
+      std::vector<int> late;
+      for (int i = 0; i < k; ++i) late.push_back(n - k + i);
+      for (int K : {2, 3, 5}) {
+        SynthOptions o;
+        o.stragglers = late;
+        o.pipeline = K;
+        const Schedule s = synthesize(Algorithm::hierarchical, n, o);
+        const std::string what = "n=" + std::to_string(n) + " k=" + std::to_string(k) + " K=" + std::to_string(K);
+        const VerifyReport r = verify(s);
+        ASSERT_TRUE(r.ok) << what << ": " << r.message;
+        EXPECT_EQ(s.nchunks, K * (n - k)) << what;
+        EXPECT_EQ(s.late_ranks(), late) << what;
+      }
+    }
+}
+
+// Slow links between hosts: the model pipelines the cross-host rounds (K > 1) and that is
+// clearly faster than StragglAR's plain rounds; the auto K is what synthesize() builds.
+TEST(Hierarchical, PipelineChosenWhereHostLinksAreSlow) {
+  const std::vector<int> late = {6, 7};
+  const std::size_t bytes = std::size_t{16} << 20;
+  CostModel c;
+  c.alpha_s = 50e-6;
+  c.beta_s_per_byte = 1.0 / 3e9;
+  c.ranks_per_host = 2;
+  c.inter_beta_s_per_byte = 1.0 / 125e6;
+  const int K = choose_hierarchical_pipeline(8, late, bytes, c);
+  EXPECT_GE(K, 4);
+  SynthOptions o;
+  o.stragglers = late;
+  o.pipeline = kPipelineAuto;
+  o.bytes = bytes;
+  o.cost = c;
+  const Schedule chosen = synthesize(Algorithm::hierarchical, 8, o);
+  EXPECT_EQ(chosen.nchunks, K * 6);
+  o.pipeline = 1;
+  const Schedule plain = synthesize(Algorithm::hierarchical, 8, o);
+  auto exposed = [&](const Schedule& s) { return simulate(s, bytes, c, Delay{true, 0}, late).exposed_s; };
+  EXPECT_LT(exposed(chosen), 0.85 * exposed(plain));
+}
+
+}  // namespace
+}  // namespace stragglar

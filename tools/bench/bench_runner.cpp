@@ -71,7 +71,7 @@ std::vector<Entry> parse_entries(const RunnerFlags& f, int straggler, const std:
       e.options.pipeline = parse_pipeline_text(f.pipeline, "--pipeline");
     } else {
       require(info.pipelined || info.kind == AlgorithmKind::automatic,
-              "--algo entry '" + text + "': only pipelined algorithms (stragglar) and auto take a pipeline factor");
+              "--algo entry '" + text + "': only pipelined algorithms (stragglar, stragglar-k, hierarchical) and auto take a pipeline factor");
       e.options.pipeline = parse_pipeline_text(text.substr(colon + 1), "--algo entry '" + text + "' pipeline");
     }
     e.options.straggler = info.kind == AlgorithmKind::automatic ? -1 : straggler;

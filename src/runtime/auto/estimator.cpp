@@ -31,18 +31,22 @@ Choice Estimator::choice_of(int k, const Targets& t) const {
   return {c.algorithm, c.uses_straggler ? t.straggler : -1, {}};
 }
 
+bool Estimator::one_known_host(const Targets& t) const {
+  const int rph = config_.ranks_per_host, n = static_cast<int>(t.late.size());
+  return rph >= 2 && n == rph && config_.nranks % rph == 0 && 2 * rph <= config_.nranks && t.late.front() % rph == 0 &&
+         t.late.back() == t.late.front() + rph - 1;
+}
+
 bool Estimator::available(int k, const Targets& t) const {
   const Candidate& c = candidate(k);
   if (!c.uses_set) return true;
   if (t.set < 0) return false;  // no set of 2+ late ranks has persisted yet
-  if (c.algorithm == Algorithm::hierarchical) {
-    // Its schedule reduces inside hosts of k ranks: the set must be one whole host, and hosts
-    // must be known (docs/auto.md "Several late ranks").
-    const int rph = config_.ranks_per_host, n = static_cast<int>(t.late.size());
-    if (rph < 2 || n != rph || config_.nranks % rph != 0 || 2 * rph > config_.nranks || t.late.front() % rph != 0 ||
-        t.late.back() != t.late.front() + rph - 1)
-      return false;
-  }
+  // hierarchical's schedule reduces inside hosts of k ranks: the set must be one whole host, and
+  // hosts must be known. stragglar-k is then left out: it sends every late rank's whole buffer
+  // over the late host's one link, which the model (links between hosts not measured) cannot
+  // price; where that link is slow it loses several-fold (docs/auto.md "Several late ranks").
+  if (c.algorithm == Algorithm::hierarchical && !one_known_host(t)) return false;
+  if (c.algorithm == Algorithm::stragglar_k && one_known_host(t) && has_candidate(Algorithm::hierarchical)) return false;
   const double p = predict_(choice_of(k, t), 0.0);  // a model for it (the core's always has one)
   return std::isfinite(p) && p > 0;
 }

@@ -70,6 +70,13 @@ class Estimator {
   Choice choice_of(int k, const Targets& t) const;
   // A set candidate: a target set it can run with (hierarchical: one whole known host) and a model.
   bool available(int k, const Targets& t) const;
+  // The late set is exactly one host of the known hosts (hierarchical's case).
+  bool one_known_host(const Targets& t) const;
+  bool has_candidate(Algorithm a) const {
+    for (const Candidate& c : cands_)
+      if (c.algorithm == a) return true;
+    return false;
+  }
   // The model, native modelled as the best straggler-agnostic candidate with a prediction.
   double predict(const Choice& c, double delay_s) const;
   double model(const Choice& c, double delay_s) const { return predict_(c, delay_s); }  // as supplied
