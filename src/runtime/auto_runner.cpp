@@ -15,13 +15,6 @@
 namespace stragglar::detail {
 namespace {
 
-// Native's runs before the first measured one (AutoRunner::call). The first measured call is a
-// first-use sample, replaced by native's next measurement (straggler_policy.hpp
-// Sample::first_use), which must be warm: with Open MPI 4.1 the first three runs of auto's
-// native are slow (its temporaries; docs/runtime.md "First-call costs"), so that next one must be
-// at least the fourth.
-constexpr int kNativeWarmUps = 2;
-
 // auto's model: the simulator on the schedule a choice would run (the cached one), with the
 // straggler arriving delay_s late — the same numbers on every rank. The event simulator is
 // max-plus linear in the straggler's arrival d (every start is a max of arrivals plus fixed
@@ -160,7 +153,8 @@ AutoRunner::AutoRunner(Engine& engine, const RuntimeConfig& config, const char* 
     : timer_(engine.make_timer()), config_(config), api_(api), rank_(rank), nranks_(nranks),
       options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
       policy_(make_policy(config, timer_->measurement_lag(), engine.auto_starts_with_native(),
-                          shared_clock && timer_->entries_on_host_clock(), nranks, count * size_of(dtype), options_)) {
+                          shared_clock && timer_->entries_on_host_clock(), nranks, count * size_of(dtype), options_)),
+      native_warm_ups_(engine.native_warm_ups()) {
   const std::vector<Algorithm>& candidates = policy_.config().candidates;
   may_run_native_ = std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end();
   exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));
@@ -221,11 +215,11 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s, ArrivalTickets* ticket
   }
   const Choice c = policy_.begin_call();
   const Plan* plan = plan_for(host, c);
-  // The first call measures native (docs/auto.md "The first calls"); its first runs are cold
-  // (Open MPI 4.1: the first three, its temporaries), so two run here, before the timer, on
-  // memory the caller does not read (AutoHost::warm_up_native): native's next measurement, the
-  // one that counts, is then its fourth run.
-  if (first_call && c.algorithm == Algorithm::native) host.warm_up_native(kNativeWarmUps);
+  // The first call measures native (docs/auto.md "The first calls"). That first-use sample is
+  // replaced by native's next measurement (Sample::first_use), which must be warm: an engine
+  // whose native is slow in its first runs at a size warms it up here, before the timer, on
+  // memory the caller does not read (Engine::native_warm_ups, AutoHost::warm_up_native).
+  if (first_call && c.algorithm == Algorithm::native) host.warm_up_native(native_warm_ups_);
   timer.time_begin();
   host.run(c, plan);
   timer.time_end();

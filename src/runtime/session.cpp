@@ -363,7 +363,8 @@ std::int64_t Session::set_up_auto(const Options& o, bool in_place_whole, std::si
 }
 
 bool Session::warm_up_wanted(const Config& cfg, bool in_place_whole) const {
-  return cfg.automatic && cfg.automatic->may_run_native() && in_place_whole && !session_keeps_copy(/*native=*/false);
+  return cfg.automatic && cfg.automatic->may_run_native() && engine_.native_warm_ups() > 0 && in_place_whole &&
+         !session_keeps_copy(/*native=*/false);
 }
 
 void Session::abandon_kept() noexcept {
