@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <string>
 
 #include "runtime/env.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/log.hpp"
 #include "stragglar/error.hpp"
 #include "stragglar/simulate.hpp"
 
@@ -246,11 +246,11 @@ void AutoRunner::finish_exchange(AutoHost& host, double timeout_s) {
   in_flight_ = false;
   const std::span<const int> known_set = policy_.target_set();
   if (policy_.decide(exchange_) && config_.debug_info && rank_ == 0)
-    std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, count_,
-                 to_string(dtype_), to_string(policy_.incumbent()).c_str(), policy_.last_switch_evidence().c_str());
+    log_info("%s n=%d auto (count=%zu %s): now %s — %s", api_, nranks_, count_, to_string(dtype_),
+             to_string(policy_.incumbent()).c_str(), policy_.last_switch_evidence().c_str());
   if (config_.debug_trace && rank_ == 0)
-    std::fprintf(stderr, "stragglar TRACE: %s n=%d auto (count=%zu %s): %s\n", api_, nranks_, count_, to_string(dtype_),
-                 policy_.last_decision_trace().c_str());
+    log_trace("%s n=%d auto (count=%zu %s): %s", api_, nranks_, count_, to_string(dtype_),
+              policy_.last_decision_trace().c_str());
   // A late set just learned: the plans of the candidates told it, now, outside the
   // timed data phase (at most max_late_sets sets per configuration; a set seen before is kept).
   if (policy_.target_set().data() != known_set.data())
