@@ -9,7 +9,7 @@ struct CostModel {
   double alpha_s = 3e-6;                                   // per-message latency, seconds
   double beta_s_per_byte = 1.0 / (450.0 * 1073741824.0);   // 1 / bandwidth (450 GiB/s)
   double gamma_s_per_byte = 0.0;                           // reduction time per byte; 0: not modelled
-  // Two link classes (issue #23, hierarchical jobs): with ranks_per_host > 0, rank r sits on
+  // Two link classes (hierarchical jobs): with ranks_per_host > 0, rank r sits on
   // host r / ranks_per_host and a transfer between two hosts costs inter_beta_s_per_byte per
   // byte instead of beta_s_per_byte. 0: one link class (the paper's model).
   int ranks_per_host = 0;
