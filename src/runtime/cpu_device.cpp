@@ -184,10 +184,13 @@ void warm_allocator_for(std::size_t bytes) noexcept {
   // volatile: the compiler may not drop a malloc/free pair whose memory is never used.
   void* volatile first = std::malloc(bytes);
   std::free(first);
+  // The heap's top it extends stays after the free (below glibc's trim threshold), advised to use
+  // huge pages: the temporaries' first use faults a few of them. Not touched now: faulting it in
+  // before the configuration's agreement made that first call slower on a loaded host (every
+  // rank's set-up waits for the slowest; docs/runtime.md "First-call costs").
   void* const second = std::malloc(bytes);
   if (second == nullptr) return;
   advise_huge_pages(second, bytes);
-  touch_pages(second, bytes);
   std::free(second);
 }
 
