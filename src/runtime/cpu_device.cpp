@@ -185,7 +185,7 @@ void warm_allocator_for(std::size_t bytes) noexcept {
   void* volatile first = std::malloc(bytes);
   std::free(first);
   // The heap's top it extends stays after the free (below glibc's trim threshold), advised to use
-  // huge pages: the temporaries' first use faults a few of them. Not touched now: faulting it in
+  // huge pages, for the temporaries' first use to fault in. Not touched now: faulting it in
   // before the configuration's agreement made that first call slower on a loaded host (every
   // rank's set-up waits for the slowest; docs/runtime.md "First-call costs").
   void* const second = std::malloc(bytes);

@@ -29,8 +29,8 @@ void touch_pages(void* p, std::size_t bytes) noexcept;
 // size is an mmap of fresh pages and its free raises the dynamic mmap threshold above it; the
 // next one extends the heap's top, fresh pages again; only the third reuses faulted memory. This
 // makes those two mallocs now, outside any call, the second's memory advised to use huge pages,
-// so the temporaries' first use is a heap reuse with a few huge-page faults, not thousands of
-// small ones twice. Harmless elsewhere (two mallocs and frees).
+// so the temporaries' first use is a heap reuse: one first touch, not two fresh allocations.
+// Harmless elsewhere (two mallocs and frees).
 void warm_allocator_for(std::size_t bytes) noexcept;
 
 // The same loops, for callers that hold host pointers (MPI user operators, tests).

@@ -52,7 +52,8 @@ class MpiEngine final : public HostEngine<> {
   // The bounded native stages a kept buffer itself (keep_buffer); schedules: the session's copy.
   BuffersOnError buffers_on_error() const override { return BuffersOnError::native_stages; }
   // What MPI_Iallreduce's first runs at a size pay, its temporaries' fresh memory, is readied in
-  // reserve() instead (warm_allocator_for): its first run is as warm as its later ones.
+  // reserve() instead (warm_allocator_for): its first run reuses the heap, and only that run
+  // touches it first (a first-use sample, measured again: docs/auto.md "The first calls").
   int native_warm_ups() const override { return 0; }
   // Whether the engine's memory may go: a timed-out bounded native has completed (waiting for it
   // at most `timeout_s`: the late peer has usually joined by the time the communicator is freed),
