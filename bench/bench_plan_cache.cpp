@@ -1,4 +1,4 @@
-// Google Benchmark of the plan cache at scale (issue #15): a rank's first call of a configuration
+// Google Benchmark of the plan cache at scale: a rank's first call of a configuration
 // (synthesize + verify + compile its plan) and a straggler switch (the plan for a new straggler,
 // derived from the cached canonical schedule), StragglAR K = 1, n = 256, 1024, 4096.
 // Targets (2-core dev machine, Release): n = 1024 first call <= 100 ms, switch <= 5 ms;

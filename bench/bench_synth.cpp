@@ -1,4 +1,4 @@
-// Google Benchmark of StragglAR synthesis (issue #5 targets: n=256 ≤ 300 ms, ≤ 5 ms for 2^k;
+// Google Benchmark of StragglAR synthesis (targets: n=256 ≤ 300 ms, ≤ 5 ms for 2^k;
 // n=192 ≤ 300 ms; n=96 ≤ 50 ms; n=168: the slowest n ≤ 256 (min-cost flow); n=254: the
 // near-power-of-two builder with the most ranks). Reports the allreduce rounds and the bound.
 #include <benchmark/benchmark.h>

@@ -80,7 +80,7 @@ int run_synth(const SynthArgs& a) {
   o.pipeline = parse_pipeline(a.pipeline);
   o.bytes = parse_bytes(a.bytes);
   o.cost = cost_from(a.alpha, a.bandwidth);
-  // Streamed: no JSON document (nor, for StragglAR, a whole Schedule) in memory (issue #15).
+  // Streamed: no JSON document (nor, for StragglAR, a whole Schedule) in memory.
   const Algorithm algo = parse_algorithm(a.algo);
   if (a.straggler && !algorithm_info(algo).uses_straggler)
     std::cerr << "stragglar: note: " << a.algo << " singles out no straggler; --straggler " << *a.straggler
@@ -120,7 +120,7 @@ struct SimArgs {
   std::string bytes;
   std::string algo = "all";
   std::optional<int> straggler;
-  std::string stragglers;  // issue #23: several late ranks
+  std::string stragglers;  // several late ranks
   int hosts = 0;           // two link classes: hosts of n/hosts ranks, inter_bandwidth between them
   std::string inter_bandwidth;
   std::string pipeline = "1";
@@ -177,7 +177,7 @@ int run_simulate(const SimArgs& a) {
   } else {
     require(a.inter_bandwidth.empty(), "--inter-bandwidth needs --hosts H");
   }
-  // Late ranks: --stragglers (a set, issue #23), else --straggler, else n-1. Every algorithm
+  // Late ranks: --stragglers (a set), else --straggler, else n-1. Every algorithm
   // runs with all of them late; single-straggler schedules are told the last of them.
   std::vector<int> late;
   if (!a.stragglers.empty()) late = parse_stragglers(a.stragglers, a.nranks);

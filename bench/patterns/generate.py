@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the arrival patterns of bench/patterns/ (issue 20): per-rank delays in ms, one line per
+"""Writes the arrival patterns of bench/patterns/: per-rank delays in ms, one line per
 timed iteration, for `stragglar-bench --delay-pattern FILE` (tools/bench: cycled when there are
 more iterations than lines; warm-ups use line 1). Seeded: the files are reproducible.
 
@@ -9,7 +9,7 @@ Kinds (docs/auto.md "Arrival patterns"): one persistent straggler that is not ra
 late, a different random rank every call (no persistent straggler), two ranks late together,
 two stragglers alternating, every rank with random imbalance (HPC load imbalance), one straggler
 whose delay jitters, a straggler that appears midway, a straggler that moves midway, the last two ranks late
-together (a slow node: issue #23, auto's late set).
+together (a slow node: auto's late set).
 """
 import argparse
 import os
@@ -35,7 +35,7 @@ def patterns(n, lines, d, rng):
         "jitter": [late(3 % n, round(d * rng.uniform(0.5, 1.5), 3)) for _ in range(lines)],
         "appears-midway": [list(zero) if i < half else late(4 % n, d) for i in range(lines)],
         "moves-midway": [late(n - 1, d) if i < half else late(1 % n, d) for i in range(lines)],
-        # a slow node (issue #23): the last two ranks late together, as one host of 2 would be
+        # a slow node: the last two ranks late together, as one host of 2 would be
         "late-node": [[d if r >= n - 2 else 0.0 for r in range(n)] for _ in range(lines)],
     }
 

@@ -2,7 +2,7 @@
 # Replays every pattern of bench/patterns/ (or the files named) on the MPI benchmark: auto beside
 # the fixed entries (StragglAR told the rank latest most often, ring, rhd, native), 16 MiB, one
 # timed call per line, and prints auto's total exposed time over the run / the best fixed entry's
-# (issue 20's target: <= 1.05 on every pattern). --calibrate: auto decides with the cost model
+# (the target: <= 1.05 on every pattern, docs/auto.md). --calibrate: auto decides with the cost model
 # measured on this host in this run (without it: the engine's default host model, docs/auto.md
 # "The cost model per engine").
 # Each file runs twice, in two mpirun jobs: the entries in order (auto first), then reversed (auto

@@ -2,7 +2,7 @@
 //
 // Why not std::vector<int>: almost every transfer carries a single chunk (StragglAR, Ring,
 // allpairs), and a StragglAR schedule for n = 256 holds ~130k transfers; one heap block per
-// transfer made synthesis allocation-bound (issue #2 asks n = 256 in ≤ 5 ms). Up to kInline
+// transfer made synthesis allocation-bound (n = 256 is asked in ≤ 5 ms). Up to kInline
 // indices live inside the object; longer lists (RHD, broadcast) move to the heap. The
 // interface is the part of std::vector<int> that schedules use, so code reads the same.
 #pragma once

@@ -24,7 +24,7 @@ struct Options {
   // The rank expected last; -1 = n-1. StragglAR and broadcast run with it; auto takes it as a
   // hint (its StragglAR candidate's straggler until the late rank is measured).
   int straggler = -1;
-  // Several ranks late together (issue #23, a slow node): stragglar-k's late set (distinct
+  // Several ranks late together (a slow node): stragglar-k's late set (distinct
   // ranks, at most n/2, any order; empty: {straggler}). A set of one is the straggler for every
   // algorithm; stragglar and broadcast refuse a larger one; ring, rhd, allpairs, native and auto
   // ignore it (auto learns the late set itself: docs/auto.md "Several late ranks").

@@ -46,7 +46,7 @@ struct Schedule {
   std::string algorithm;
   int nranks = 0;
   std::optional<int> straggler;  // nullopt for algorithms that single none out
-  // Several late ranks (StragglAR-k, issue #23): the whole set, ascending, and then `straggler`
+  // Several late ranks (StragglAR-k): the whole set, ascending, and then `straggler`
   // is nullopt. Empty when the schedule singles out one rank or none. JSON: "stragglers": [...].
   std::vector<int> stragglers;
   int nchunks = 0;

@@ -17,7 +17,7 @@ std::string schedule_to_json(const Schedule& s, int indent = -1);
 // throws Error(InvalidSchedule) naming the offending field. It does not run the verifier.
 Schedule schedule_from_json(const std::string& text);
 
-// Streaming forms for schedules too large for a document in memory (issue #15: StragglAR at
+// Streaming forms for schedules too large for a document in memory (StragglAR at
 // n = 4096 is 1.8 GB of JSON). The text is byte for byte schedule_to_json's.
 //
 // Writes `s` to `out` as it goes (no document is built).

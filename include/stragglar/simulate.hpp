@@ -48,7 +48,7 @@ struct SimResult {
 // since they must wait for everyone. For `ideal`, the delay is the time the others need for
 // the phases that do not wait for the straggler (0 when there are none).
 SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay);
-// The same with the ranks in `late` arriving late together (issue #23: a slow node), e.g. ring
+// The same with the ranks in `late` arriving late together (a slow node), e.g. ring
 // compared with stragglar-k on the same set. Throws Error(InvalidUsage) for a rank out of range.
 // With a RoundOverhead, name the late ranks (s.late_ranks(), or {n-1} as above).
 SimResult simulate(const Schedule& s, std::size_t bytes, const CostModel& cost, Delay delay,

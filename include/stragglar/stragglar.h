@@ -44,7 +44,7 @@ typedef enum {
   stragglar_algo_rhd = 2,
   stragglar_algo_allpairs = 3,
   stragglar_algo_broadcast = 4, /* the paper's code calls it "direct" */
-  stragglar_algo_stragglar_k = 5, /* several ranks late together (a slow node), issue #23 */
+  stragglar_algo_stragglar_k = 5, /* several ranks late together (a slow node) */
   stragglar_algo_hierarchical = 6, /* a late host: reduce inside hosts, StragglAR across hosts */
   stragglar_algo_native = 100,  /* the engine's own: MPI_Allreduce / ncclAllReduce / Gloo */
   stragglar_algo_auto = 101     /* the library finds the straggler and picks the algorithm online */
@@ -56,7 +56,7 @@ typedef struct {
   stragglar_algorithm algorithm; /* default stragglar_algo_auto (or STRAGGLAR_ALGORITHM) */
   int straggler;                 /* rank expected last; -1 = n-1 */
   int pipeline;                  /* StragglAR chunks per rank K; STRAGGLAR_PIPELINE_AUTO = model */
-  /* Several ranks late together (stragglar_algo_stragglar_k, issue #23): nstragglers distinct
+  /* Several ranks late together (stragglar_algo_stragglar_k): nstragglers distinct
    * ranks, at most n/2; read during the call only. NULL / 0 = none (then `straggler`). */
   const int* stragglers;
   int nstragglers;

@@ -25,11 +25,11 @@ int parse_pipeline(std::string_view text);
 struct SynthOptions {
   // The rank singled out as straggler; nullopt = n-1. Used by stragglar and broadcast.
   std::optional<int> straggler;
-  // Several ranks late together (issue #23): stragglar-k's late set (any order, distinct ranks,
+  // Several ranks late together: stragglar-k's late set (any order, distinct ranks,
   // at most n/2 of them). Empty: stragglar-k takes {straggler}. A set of one is `straggler`
   // for every algorithm; a larger one is refused by algorithms that handle one late rank.
   std::vector<int> stragglers;
-  // StragglAR only: cut the buffer into K·(n-1) chunks (issue #5). 1 = the paper's schedule.
+  // StragglAR only: cut the buffer into K·(n-1) chunks. 1 = the paper's schedule.
   int pipeline = 1;
   // Inputs to pipeline == kPipelineAuto.
   std::size_t bytes = 0;
@@ -51,8 +51,8 @@ int choose_stragglar_k_pipeline(int nranks, int late, std::size_t bytes, const C
 // segment, chosen by simulating each K with `cost` (hosts and inter-host links included).
 int choose_hierarchical_pipeline(int nranks, const std::vector<int>& late, std::size_t bytes, const CostModel& cost);
 
-// Lower bound on the rounds of StragglAR's `allreduce` phase in the single-port model
-// (issue #5): the straggler sends n-1 chunks, then the last needs ⌈log2 n⌉-1 doublings.
+// Lower bound on the rounds of StragglAR's `allreduce` phase in the single-port model:
+// the straggler sends n-1 chunks, then the last needs ⌈log2 n⌉-1 doublings.
 int stragglar_round_bound(int nranks);
 
 // Lower bound on the rounds of stragglar-k's `allreduce` phase (k late ranks, `nchunks`

@@ -25,7 +25,7 @@ VerifyReport verify(const Schedule& s);
 void verify_or_throw(const Schedule& s);
 
 // Verifies stragglar-schedule/1 JSON from the file at `path` ("-": standard input, spooled to a
-// temporary file) without a document in memory (issue #15): a streaming (SAX) reader packs the
+// temporary file) without a document in memory: a streaming (SAX) reader packs the
 // schedule (~8 bytes a transfer) and the verifier runs on that. A document of another shape than
 // this library writes is read by schedule_from_json instead, so the answer is always the one
 // schedule_from_json + verify() would give. Throws Error(InvalidSchedule) for malformed JSON (its

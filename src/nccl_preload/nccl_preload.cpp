@@ -1,5 +1,5 @@
 // libstragglar_nccl_preload.so: ncclAllReduce through stragglar for unmodified NCCL programs
-// (PyTorch's ProcessGroupNCCL, nccl-tests), docs/preload.md "NCCL"; issue #21 item 5.
+// (PyTorch's ProcessGroupNCCL, nccl-tests), docs/preload.md "NCCL".
 //
 // Preloaded, this library's ncclAllReduce is the one the program calls. It serves a call
 // through the NCCL front-end of the runtime core (stragglarNcclAllReduce: auto by default,
@@ -12,10 +12,8 @@
 // to pass the same count, type and op, and symmetric groups and captures, so every rank
 // decides alike.
 //
-// The static runtime inside calls NCCL itself (ncclSend/Recv/GroupStart/End, ncclAllReduce for
-// its agreement): those calls reach the real NCCL — a thread-local flag marks them — and leave
-// the group depth we track for the program untouched. Every NCCL function is the process's own,
-// looked up at run time (process_nccl.hpp): the library links no libnccl.
+// The static runtime's own NCCL calls (runtime_nccl_calls.cpp; ncclAllReduce for its agreement)
+// reach the real NCCL — the gate marks them — and leave the program's group depth untouched.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -29,30 +27,7 @@
 
 namespace {
 
-// The process's own NCCL functions (process_nccl.hpp), looked up at the first call that needs one.
-struct Real {
-  decltype(&ncclAllReduce) all_reduce;
-  decltype(&ncclGroupStart) group_start;
-  decltype(&ncclGroupEnd) group_end;
-  decltype(&ncclCommDestroy) comm_destroy;
-  decltype(&ncclCommAbort) comm_abort;
-  decltype(&ncclCommCount) comm_count;
-  decltype(&ncclCommUserRank) comm_user_rank;
-};
-
-const Real& real() {
-  using stragglar::nccl_preload::nccl_function;
-  static const Real r{
-      nccl_function<decltype(&ncclAllReduce)>("ncclAllReduce"),
-      nccl_function<decltype(&ncclGroupStart)>("ncclGroupStart"),
-      nccl_function<decltype(&ncclGroupEnd)>("ncclGroupEnd"),
-      nccl_function<decltype(&ncclCommDestroy)>("ncclCommDestroy"),
-      nccl_function<decltype(&ncclCommAbort)>("ncclCommAbort"),
-      nccl_function<decltype(&ncclCommCount)>("ncclCommCount"),
-      nccl_function<decltype(&ncclCommUserRank)>("ncclCommUserRank"),
-  };
-  return r;
-}
+using stragglar::nccl_preload::real;
 
 // The gate shared with the PMPI preload (runtime/preload_gate.hpp): STRAGGLAR_NCCL_MIN_BYTES
 // and the rest of the configuration read once, counters, the runtime's own calls, announcements.
@@ -130,7 +105,7 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  const Real& r = real();
+  const stragglar::nccl_preload::NcclFunctions& r = real();
   const auto pass = [&] {
     g_gate.pass();
     return r.all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
@@ -165,10 +140,8 @@ void stragglar_nccl_preload_counts(long long* served, long long* passed) {
   if (passed) *passed = g_gate.passed();
 }
 
-// For checks (found with dlsym): the calling thread's group depth as the library tracks it, and
-// the path of the NCCL its calls go to (null when the process has none loaded).
+// For checks (found with dlsym): the calling thread's group depth as the library tracks it.
 int stragglar_nccl_preload_group_depth() { return t_group.depth(); }
-const char* stragglar_nccl_preload_nccl_library() { return stragglar::nccl_preload::nccl_library(); }
 
 // stragglar's per-communicator state must go before NCCL frees the communicator.
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {

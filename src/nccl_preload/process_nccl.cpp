@@ -23,4 +23,21 @@ const char* nccl_library() noexcept {
   return info.dli_fname;
 }
 
+const NcclFunctions& real() {
+  static const NcclFunctions r{
+      nccl_function<decltype(&ncclAllReduce)>("ncclAllReduce"),
+      nccl_function<decltype(&ncclGroupStart)>("ncclGroupStart"),
+      nccl_function<decltype(&ncclGroupEnd)>("ncclGroupEnd"),
+      nccl_function<decltype(&ncclCommDestroy)>("ncclCommDestroy"),
+      nccl_function<decltype(&ncclCommAbort)>("ncclCommAbort"),
+      nccl_function<decltype(&ncclCommCount)>("ncclCommCount"),
+      nccl_function<decltype(&ncclCommUserRank)>("ncclCommUserRank"),
+  };
+  return r;
+}
+
 }  // namespace stragglar::nccl_preload
+
+// For checks (found with dlsym): the path of the NCCL the preload's calls go to (null when the
+// process has none loaded).
+extern "C" const char* stragglar_nccl_preload_nccl_library() { return stragglar::nccl_preload::nccl_library(); }

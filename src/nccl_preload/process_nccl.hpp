@@ -10,6 +10,7 @@
 //   2. a libnccl.so.2 already loaded with RTLD_LOCAL (PyTorch loads its wheel's NCCL as a
 //      dependency of a module imported locally), found with dlopen(RTLD_NOLOAD).
 #pragma once
+#include <nccl.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -37,5 +38,18 @@ F nccl_function(const char* name) noexcept {
   }
   return reinterpret_cast<F>(p);
 }
+
+// The process's NCCL functions the preload's exported wrappers forward to (nccl_preload.cpp),
+// looked up at the first call that needs one.
+struct NcclFunctions {
+  decltype(&ncclAllReduce) all_reduce;
+  decltype(&ncclGroupStart) group_start;
+  decltype(&ncclGroupEnd) group_end;
+  decltype(&ncclCommDestroy) comm_destroy;
+  decltype(&ncclCommAbort) comm_abort;
+  decltype(&ncclCommCount) comm_count;
+  decltype(&ncclCommUserRank) comm_user_rank;
+};
+const NcclFunctions& real();
 
 }  // namespace stragglar::nccl_preload

@@ -30,7 +30,7 @@ ScheduleKey normalized(const ScheduleKey& key) {
     throw Error(ErrorCode::InvalidUsage, "plan cache: nranks = " + std::to_string(key.nranks) + ", expected " +
                                              std::to_string(kMinRanks) + " <= nranks <= " + std::to_string(kMaxRanks));
   ScheduleKey k = key;
-  if (!key.stragglers.empty()) {  // several late ranks: stragglar-k only (issue #23)
+  if (!key.stragglers.empty()) {  // several late ranks: stragglar-k only
     const std::vector<int>& late = key.stragglers;
     if ((key.algorithm != Algorithm::stragglar_k && key.algorithm != Algorithm::hierarchical) || late.size() < 2 || 2 * late.size() > static_cast<std::size_t>(key.nranks))
       throw Error(ErrorCode::InvalidUsage, "plan cache: " + std::to_string(late.size()) + " stragglers for " + info.name +

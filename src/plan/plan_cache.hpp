@@ -1,7 +1,7 @@
 // Process-wide caches of verified schedules and compiled plans (internal; the runtime core's
 // plan cache). Thread-safe. docs/verification.md says when what is verified.
 //
-// A straggler switch costs no synthesis and no verification (issue #15): every algorithm that
+// A straggler switch costs no synthesis and no verification: every algorithm that
 // singles out a straggler (stragglar, broadcast) is synthesized with it at n-1 and relabelled
 // (rank r -> (r + s + 1) mod n, detail::straggler_relabeling), so one canonical schedule per
 // (algorithm, n, K) is synthesized, verified once and kept packed (~8 bytes a transfer); the
@@ -24,7 +24,7 @@ struct ScheduleKey {
   int nranks;
   int straggler;  // the straggler rank, or -1 for algorithms that single none out (caller normalises)
   int pipeline;   // resolved K >= 1 (1 for every algorithm but stragglar)
-  // stragglar-k with several late ranks (issue #23): the set, ascending, and straggler = -1.
+  // stragglar-k with several late ranks: the set, ascending, and straggler = -1.
   // Its canonical schedule has them at n-k..n-1 and is relabelled with late_set_relabeling.
   std::vector<int> stragglers = {};
   bool operator==(const ScheduleKey&) const = default;

@@ -3,24 +3,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <string>
 
 #include "runtime/env.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/log.hpp"
 #include "stragglar/error.hpp"
 #include "stragglar/simulate.hpp"
 
 namespace stragglar::detail {
 namespace {
-
-// Native's runs before the first measured one (AutoRunner::call). The first measured call is a
-// first-use sample, replaced by native's next measurement (straggler_policy.hpp
-// Sample::first_use), which must be warm: with Open MPI 4.1 the first three runs of auto's
-// native are slow (its temporaries; docs/runtime.md "First-call costs"), so that next one must be
-// at least the fourth.
-constexpr int kNativeWarmUps = 2;
 
 // auto's model: the simulator on the schedule a choice would run (the cached one), with the
 // straggler arriving delay_s late — the same numbers on every rank. The event simulator is
@@ -162,7 +155,8 @@ AutoRunner::AutoRunner(Engine& engine, const RuntimeConfig& config, const char* 
     : timer_(engine.make_timer()), config_(config), api_(api), rank_(rank), nranks_(nranks),
       options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
       policy_(make_policy(config, timer_->measurement_lag(), engine.auto_starts_with_native(),
-                          shared_clock && timer_->entries_on_host_clock(), nranks, count * size_of(dtype), options_)) {
+                          shared_clock && timer_->entries_on_host_clock(), nranks, count * size_of(dtype), options_)),
+      native_warm_ups_(engine.native_warm_ups()) {
   const std::vector<Algorithm>& candidates = policy_.config().candidates;
   may_run_native_ = std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end();
   exchange_.resize(static_cast<std::size_t>(policy_.exchange_size()));
@@ -223,11 +217,11 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s, ArrivalTickets* ticket
   }
   const Choice c = policy_.begin_call();
   const Plan* plan = plan_for(host, c);
-  // The first call measures native (docs/auto.md "The first calls"); its first runs are cold
-  // (Open MPI 4.1: the first three, its temporaries), so two run here, before the timer, on
-  // memory the caller does not read (AutoHost::warm_up_native): native's next measurement, the
-  // one that counts, is then its fourth run.
-  if (first_call && c.algorithm == Algorithm::native) host.warm_up_native(kNativeWarmUps);
+  // The first call measures native (docs/auto.md "The first calls"). That first-use sample is
+  // replaced by native's next measurement (Sample::first_use), which must be warm: an engine
+  // whose native is slow in its first runs at a size warms it up here, before the timer, on
+  // memory the caller does not read (Engine::native_warm_ups, AutoHost::warm_up_native).
+  if (first_call && c.algorithm == Algorithm::native) host.warm_up_native(native_warm_ups_);
   timer.time_begin();
   host.run(c, plan);
   timer.time_end();
@@ -254,11 +248,11 @@ void AutoRunner::finish_exchange(AutoHost& host, double timeout_s) {
   in_flight_ = false;
   const std::span<const int> known_set = policy_.target_set();
   if (policy_.decide(exchange_) && config_.debug_info && rank_ == 0)
-    std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): now %s — %s\n", api_, nranks_, count_,
-                 to_string(dtype_), to_string(policy_.incumbent()).c_str(), policy_.last_switch_evidence().c_str());
+    log_info("%s n=%d auto (count=%zu %s): now %s — %s", api_, nranks_, count_, to_string(dtype_),
+             to_string(policy_.incumbent()).c_str(), policy_.last_switch_evidence().c_str());
   if (config_.debug_trace && rank_ == 0)
-    std::fprintf(stderr, "stragglar TRACE: %s n=%d auto (count=%zu %s): %s\n", api_, nranks_, count_, to_string(dtype_),
-                 policy_.last_decision_trace().c_str());
+    log_trace("%s n=%d auto (count=%zu %s): %s", api_, nranks_, count_, to_string(dtype_),
+              policy_.last_decision_trace().c_str());
   // A late set just learned: the plans of the candidates told it, now, outside the
   // timed data phase (at most max_late_sets sets per configuration; a set seen before is kept).
   if (policy_.target_set().data() != known_set.data())

@@ -45,8 +45,8 @@ class AutoHost {
   // One call of c with that plan on the current call's buffers (native: the bounded form).
   virtual void run(const Choice& c, const Plan* plan) = 0;
   // Runs the engine's native `runs` times on memory of its own (a copy of this call's input),
-  // not on the caller's buffers and not timed: what native pays on its first runs (the MPI
-  // library's temporaries and their page faults, NCCL's connections) is paid here.
+  // not on the caller's buffers and not timed: what native pays on its first runs (NCCL's
+  // connections) is paid here (Engine::native_warm_ups).
   virtual void warm_up_native(int runs) = 0;
 };
 
@@ -97,6 +97,7 @@ class AutoRunner {
   };
   std::vector<Sub> subs_;  // the choices run so far, each with its plan
   bool may_run_native_ = false;
+  int native_warm_ups_;    // Engine::native_warm_ups
   int untaken_ = 0;        // calls timed whose time is not recorded yet (GPU: the lag)
   bool in_flight_ = false; // an exchange begun and not yet decided
   int in_flight_age_ = 0;  // calls since it began

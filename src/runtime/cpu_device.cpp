@@ -176,6 +176,24 @@ void touch_pages(void* p, std::size_t bytes) noexcept {
   for (std::size_t off = 0; off < bytes; off += step) static_cast<volatile char*>(p)[off] = 0;
 }
 
+void warm_allocator_for(std::size_t bytes) noexcept {
+  // glibc raises its threshold only up to 32 MiB (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit): larger
+  // temporaries are fresh mappings in every call, which nothing done now can warm.
+  constexpr std::size_t kMostWarmed = std::size_t{32} << 20;
+  if (bytes == 0 || bytes >= kMostWarmed) return;
+  // volatile: the compiler may not drop a malloc/free pair whose memory is never used.
+  void* volatile first = std::malloc(bytes);
+  std::free(first);
+  // The heap's top it extends stays after the free (below glibc's trim threshold), advised to use
+  // huge pages, for the temporaries' first use to fault in. Not touched now: faulting it in
+  // before the configuration's agreement made that first call slower on a loaded host (every
+  // rank's set-up waits for the slowest; docs/runtime.md "First-call costs").
+  void* const second = std::malloc(bytes);
+  if (second == nullptr) return;
+  advise_huge_pages(second, bytes);
+  std::free(second);
+}
+
 void CpuDevice::deallocate(void* p) noexcept { std::free(p); }
 
 void CpuDevice::copy(void* dst, const void* src, std::size_t bytes) {

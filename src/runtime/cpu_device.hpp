@@ -24,6 +24,15 @@ void advise_huge_pages(void* p, std::size_t bytes) noexcept;
 // Writes one byte per page: faults the memory in now rather than in a later, measured call.
 void touch_pages(void* p, std::size_t bytes) noexcept;
 
+// Readies the C library's allocator for a library that mallocs and frees `bytes` of temporaries
+// in every call (MPI's non-blocking collectives do): with glibc, the first malloc of a new large
+// size is an mmap of fresh pages and its free raises the dynamic mmap threshold above it; the
+// next one extends the heap's top, fresh pages again; only the third reuses faulted memory. This
+// makes those two mallocs now, outside any call, the second's memory advised to use huge pages,
+// so the temporaries' first use is a heap reuse: one first touch, not two fresh allocations.
+// Harmless elsewhere (two mallocs and frees).
+void warm_allocator_for(std::size_t bytes) noexcept;
+
 // The same loops, for callers that hold host pointers (MPI user operators, tests).
 void cpu_reduce(void* dst, const void* src, std::size_t count, DataType t, ReduceOp op);
 void cpu_finish_average(void* buf, std::size_t count, DataType t, int nranks);

@@ -79,6 +79,13 @@ class Engine {
   // point-to-point rounds when nobody is late. Host engines start with the model's best
   // (docs/auto.md has the measurements).
   virtual bool auto_starts_with_native() const { return false; }
+  // How many untimed runs of the bounded native auto's first call of a configuration makes
+  // before the one it measures (AutoHost::warm_up_native): enough that native's next
+  // measurement, the one that counts, is warm (docs/auto.md "The first calls"). Two by default
+  // (NCCL connects its channels in its first collectives). The MPI engine runs none: it readies
+  // its native's temporaries in reserve() instead, which made auto's first call cheaper than
+  // warming up (docs/runtime.md "First-call costs").
+  virtual int native_warm_ups() const { return 2; }
   // How a call in place that raises leaves the caller's buffer (STRAGGLAR_KEEP_BUFFERS=1, the
   // default, asks for "as it was"; out of place, sendbuf is never written and recvbuf is
   // undefined after an error, as in MPI):

@@ -1,4 +1,4 @@
-// Which ranks share a host (issue #23, docs/auto.md "Hosts"): every rank's host name, exchanged
+// Which ranks share a host (docs/auto.md "Hosts"): every rank's host name, exchanged
 // once per communicator, gives auto the hosts for its `hierarchical` candidate and its cost model.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Several late ranks in Options (issue #23; internal): the checks and the per-call key part
+// Several late ranks in Options (internal): the checks and the per-call key part
 // shared by schedule_for and the runtime core. Implemented in options.cpp.
 #pragma once
 #include <cstdint>

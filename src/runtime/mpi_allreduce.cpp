@@ -59,7 +59,7 @@ struct CommState {
     // The idup runs on the user's communicator, which is freed right after this (we are its
     // attribute's delete callback), and Open MPI's idup does not keep it alive: progressing
     // the idup afterwards, once the late rank joins, crashes (SIGSEGV in
-    // mca_pml_ob1_recv_req_start from libnbc, issue #22). So it gets longer here: twice the
+    // mca_pml_ob1_recv_req_start from libnbc). So it gets longer here: twice the
     // timeout + 2 s. A rank later still than that can crash this one's MPI (documented in
     // docs/reliability.md); one that never comes cannot.
     if (!detail::settle_request(idup, 2 * detail::cleanup_timeout_s() + 2.0)) {

@@ -130,6 +130,13 @@ void MpiEngine::native_allreduce(const void* sendbuf, void* recvbuf, std::size_t
 
 void MpiEngine::reserve(std::size_t native_bytes, bool native_keeps_buffer, std::size_t agreement_values) {
   reserve_native(native_bytes, native_keeps_buffer);
+  // MPI_Iallreduce's temporaries (Open MPI's libnbc mallocs and frees one of the message's size
+  // per call): the allocator readied with the configuration, not in its first calls. Never
+  // shrinks, so that an in-place call's reserve (Session::prepare_auto_in_place) is a size check.
+  if (native_bytes > kTransportNativeMaxBytes && native_bytes > allocator_ready_bytes_) {
+    warm_allocator_for(native_bytes);
+    allocator_ready_bytes_ = native_bytes;
+  }
   reserve_agreement(agreement_values);
 }
 

@@ -51,6 +51,10 @@ class MpiEngine final : public HostEngine<> {
   const char* buffer_problem(const void* sendbuf, const void* recvbuf) const override;
   // The bounded native stages a kept buffer itself (keep_buffer); schedules: the session's copy.
   BuffersOnError buffers_on_error() const override { return BuffersOnError::native_stages; }
+  // What MPI_Iallreduce's first runs at a size pay, its temporaries' fresh memory, is readied in
+  // reserve() instead (warm_allocator_for): its first run reuses the heap, and only that run
+  // touches it first (a first-use sample, measured again: docs/auto.md "The first calls").
+  int native_warm_ups() const override { return 0; }
   // Whether the engine's memory may go: a timed-out bounded native has completed (waiting for it
   // at most `timeout_s`: the late peer has usually joined by the time the communicator is freed),
   // and no receive a timeout could not cancel may still write the staging or agreement buffers
@@ -77,6 +81,7 @@ class MpiEngine final : public HostEngine<> {
   static constexpr std::size_t kTransportNativeMaxBytes = 2048;
   std::unique_ptr<std::byte[]> native_stage_;
   std::size_t native_stage_bytes_ = 0;
+  std::size_t allocator_ready_bytes_ = 0;  // the largest MPI_Iallreduce temporaries readied for
   MPI_Request native_pending_ = MPI_REQUEST_NULL;
   IallreduceAlgorithmChoice iallreduce_algorithm_;  // Rabenseifner for auto's MPI_Iallreduce
 

@@ -54,7 +54,7 @@ class Backoff {
   std::chrono::steady_clock::time_point since_{};
 };
 
-constexpr double kCheckPeriod = 0.1;  // s between probes of a waiting rank (issue #22)
+constexpr double kCheckPeriod = 0.1;  // s between probes of a waiting rank
 constexpr double kCancelGrace = 0.5;  // s for cancelled receives whose data is arriving
 
 }  // namespace

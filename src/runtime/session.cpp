@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstdio>
 #include <memory>
 #include <new>
 #include <string>
@@ -12,6 +11,7 @@
 #include "plan/plan_cache.hpp"
 #include "runtime/hosts.hpp"
 #include "runtime/late_set.hpp"
+#include "runtime/log.hpp"
 
 namespace stragglar::detail {
 namespace {
@@ -202,7 +202,7 @@ void Session::discover_hosts() {
   shared_clock_ = clock[0] >= 0 && std::all_of(clock.begin(), clock.end(), [&](std::int64_t c) { return c == clock[0]; });
   one_host_ = std::all_of(host.begin(), host.end(), [&](std::int64_t h) { return h == host[0]; });
   if (config_.debug_info && rank_ == 0)
-    std::fprintf(stderr, "stragglar INFO: %s n=%d: %s\n", api_, nranks_,
+    log_info("%s n=%d: %s", api_, nranks_,
                  ranks_per_host_ ? ("hosts: " + std::to_string(nranks_ / ranks_per_host_) + " of " +
                                     std::to_string(ranks_per_host_) + " ranks each, host-major (auto's hierarchical candidate)")
                                        .c_str()
@@ -268,8 +268,7 @@ void Session::set_up_arrival_tickets() {
       why = arrival_block_->why();
   }
   if (config_.debug_info && rank_ == 0)
-    std::fprintf(stderr, "stragglar INFO: %s n=%d: arrival tickets %s%s\n", api_, nranks_, tickets_ ? "on" : "off: ",
-                 why.c_str());
+    log_info("%s n=%d: arrival tickets %s%s", api_, nranks_, tickets_ ? "on" : "off: ", why.c_str());
   if (!tickets_ && mode == ArrivalTicketsMode::on) {  // the same on every rank: the block was agreed
     tickets_tried_ = false;  // and the next new configuration says so again
     throw Error(ErrorCode::InvalidUsage, std::string(api_) + ": STRAGGLAR_ARRIVAL_TICKETS=on, but " + why +
@@ -363,7 +362,8 @@ std::int64_t Session::set_up_auto(const Options& o, bool in_place_whole, std::si
 }
 
 bool Session::warm_up_wanted(const Config& cfg, bool in_place_whole) const {
-  return cfg.automatic && cfg.automatic->may_run_native() && in_place_whole && !session_keeps_copy(/*native=*/false);
+  return cfg.automatic && cfg.automatic->may_run_native() && engine_.native_warm_ups() > 0 && in_place_whole &&
+         !session_keeps_copy(/*native=*/false);
 }
 
 void Session::abandon_kept() noexcept {
@@ -411,10 +411,9 @@ int Session::take_tag(std::int64_t tag) {
 void Session::log_new_configuration(const Config& cfg, const Options& o, std::size_t count, DataType dtype,
                                     ReduceOp op, std::int64_t resolved_k) const {
   if (!config_.debug_info || rank_ != 0 || !(cfg.plan || cfg.automatic)) return;
-  std::fprintf(stderr, "stragglar INFO: %s n=%d: new configuration %s count=%zu %s %s K=%lld tag=%d%s\n", api_,
-               nranks_, to_string(o.algorithm), count, to_string(dtype), to_string(op),
-               static_cast<long long>(resolved_k), cfg.tag,
-               cfg.automatic ? (" (auto starts with " + to_string(cfg.automatic->policy().current()) + ")").c_str() : "");
+  log_info("%s n=%d: new configuration %s count=%zu %s %s K=%lld tag=%d%s", api_, nranks_, to_string(o.algorithm),
+           count, to_string(dtype), to_string(op), static_cast<long long>(resolved_k), cfg.tag,
+           cfg.automatic ? (" (auto starts with " + to_string(cfg.automatic->policy().current()) + ")").c_str() : "");
 }
 
 // ---- every call ------------------------------------------------------------------------------------
@@ -446,8 +445,8 @@ void Session::allreduce(const void* sendbuf, void* recvbuf, std::size_t count, D
   traced.done(last_choice_, cfg.automatic.get(), cfg.auto_native, shared_clock_, engine_, ranks_per_host_);
   if (trace.on()) {
     trace.mark("run");
-    std::fprintf(stderr, "stragglar TRACE: %s n=%d: first call of %s count=%zu %s %s: %s\n", api_, nranks_,
-                 to_string(o.algorithm), count, to_string(dtype), to_string(op), trace.text().c_str());
+    log_trace("%s n=%d: first call of %s count=%zu %s %s: %s", api_, nranks_, to_string(o.algorithm), count,
+              to_string(dtype), to_string(op), trace.text().c_str());
   }
 }
 

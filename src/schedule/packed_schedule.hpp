@@ -1,4 +1,4 @@
-// PackedSchedule: a schedule in ~8 bytes per transfer (issue #15; internal, not installed).
+// PackedSchedule: a schedule in ~8 bytes per transfer (internal, not installed).
 //
 // A Schedule spends 48 bytes on a transfer (two ints, a ChunkList, the op): 1.6 GB for the
 // 33.5 million transfers of StragglAR at n = 4096. Packed, a transfer is its two ranks as 16-bit

@@ -321,7 +321,7 @@ class JsonWriter final : public detail::ScheduleSink {
     field("straggler", true);
     if (h.straggler) number(*h.straggler);
     else buf_ += "null";
-    if (!h.stragglers.empty()) {  // several late ranks (issue #23); absent otherwise
+    if (!h.stragglers.empty()) {  // several late ranks; absent otherwise
       field("stragglers", true);
       buf_ += json(h.stragglers).dump();
     }
@@ -440,7 +440,7 @@ std::string schedule_to_json(const Schedule& s, int indent) {
   j["algorithm"] = s.algorithm;
   j["nranks"] = s.nranks;
   j["straggler"] = s.straggler ? json(*s.straggler) : json(nullptr);
-  if (!s.stragglers.empty()) j["stragglers"] = s.stragglers;  // several late ranks (issue #23)
+  if (!s.stragglers.empty()) j["stragglers"] = s.stragglers;  // several late ranks
   j["nchunks"] = s.nchunks;
   j["ports"] = s.ports == kAllPorts ? json("all") : json(s.ports);
   json phases = json::array();
@@ -477,7 +477,7 @@ Schedule schedule_from_json(const std::string& text) {
   s.nranks = get_int(field(j, "nranks", top), "nranks", 2, 1 << 20);
   const json& straggler = field(j, "straggler", top);
   if (!straggler.is_null()) s.straggler = get_int(straggler, "straggler", 0, s.nranks - 1);
-  if (j.contains("stragglers")) {  // optional (issue #23): a set of at least two late ranks
+  if (j.contains("stragglers")) {  // optional: a set of at least two late ranks
     const json& set = j["stragglers"];
     if (!set.is_array() || set.size() < 2) fail("stragglers", set.dump() + ", expected an array of at least two ranks");
     if (s.straggler) fail("stragglers", "given together with straggler " + std::to_string(*s.straggler) +

@@ -1,4 +1,4 @@
-// Reading stragglar-schedule/1 JSON without a document in memory (issue #15; internal).
+// Reading stragglar-schedule/1 JSON without a document in memory (internal).
 #pragma once
 #include <cstdio>
 

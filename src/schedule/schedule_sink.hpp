@@ -1,4 +1,4 @@
-// A schedule handed over round by round (issue #15; internal, not installed).
+// A schedule handed over round by round (internal, not installed).
 //
 // At n = 4096 a StragglAR schedule has 33.5 million transfers: 1.6 GB as a Schedule (48 bytes a
 // transfer). A synthesizer, the JSON reader or a stored schedule can instead pass its rounds to

@@ -49,7 +49,7 @@ constexpr AlgorithmInfo kTable[] = {
     {Algorithm::broadcast, "broadcast", kBroadcastAliases, AlgorithmKind::schedule, true, false,
      &broadcast, "the others AllReduce during the delay, one exchange with the straggler, a broadcast"},
     {Algorithm::stragglar_k, "stragglar-k", kStragglarKAliases, AlgorithmKind::schedule, true, true, &stragglar_k,
-     "k ranks late together (issue #23): ReduceScatter among the others during the delay, then each late rank "
+     "k ranks late together: ReduceScatter among the others during the delay, then each late rank "
      "sends its data to the chunks' collectors and receives final chunks"},
     {Algorithm::hierarchical, "hierarchical", {}, AlgorithmKind::schedule, true, true, &hierarchical,
      "a late host (the k late ranks are one host of k): reduce inside hosts, StragglAR across hosts, gather inside"},
@@ -138,7 +138,7 @@ Schedule synthesize(Algorithm algo, int nranks, const SynthOptions& opts) {
           "pipeline = " + std::to_string(opts.pipeline) + ", expected a K in [1, " + std::to_string(kMaxPipeline) +
               "] or auto");
   if (opts.stragglers.empty()) return row.synthesize(nranks, straggler, opts);
-  // A set of late ranks (issue #23): distinct ranks in range; one of them is `straggler`.
+  // A set of late ranks: distinct ranks in range; one of them is `straggler`.
   std::vector<int> late = opts.stragglers;
   std::sort(late.begin(), late.end());
   for (std::size_t i = 0; i < late.size(); ++i) {

@@ -1,4 +1,4 @@
-// Hierarchical StragglAR for a late host (issue #23 item 2): the k late ranks are one host's,
+// Hierarchical StragglAR for a late host: the k late ranks are one host's,
 // hosts hold k consecutive ranks each (host-major: host h = ranks h·k .. h·k+k-1), so there
 // are H = n/k hosts. The host is reduced inside first and treated as one straggler among hosts:
 // StragglAR (paper §3) runs across hosts, once per local index i on segment i of the buffer.

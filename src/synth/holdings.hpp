@@ -1,6 +1,6 @@
 // Which non-straggler holds which full chunk, and how many hold each: the bookkeeping the
 // near-power-of-two builder and the deadline builder share (stragglar_near_pow2.cpp,
-// stragglar_deadline.cpp; issue #10 item 9). Not installed.
+// stragglar_deadline.cpp). Not installed.
 //
 // A round's receipts are recorded with receive() and take effect at end_round(): every transfer
 // of a round reads the state from before it.

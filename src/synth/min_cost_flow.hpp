@@ -1,6 +1,6 @@
 // Maximum-weight flow with integer costs (successive shortest paths, primal-dual), the solver
-// of the deadline builder's per-round problem (stragglar_deadline.cpp, issue #5); its own unit
-// with its own test (tests/unit/test_min_cost_flow.cpp, issue #10 item 9). Not installed.
+// of the deadline builder's per-round problem (stragglar_deadline.cpp); its own unit
+// with its own test (tests/unit/test_min_cost_flow.cpp). Not installed.
 #pragma once
 #include <algorithm>
 #include <cstddef>

@@ -6,7 +6,7 @@
 //   n = 2^k         → Algorithm 1 of the paper (stragglar_pow2.cpp), K(n-1)+log2 n-1 rounds.
 //   K = 1, n in the upper third below 2^L → Algorithm 1's structure with 2^L − n "double"
 //                     ranks (stragglar_near_pow2.cpp), at the bound n + L − 2.
-//   any other n     → the per-round min-cost flow of stragglar_deadline.cpp (issue #5). With the
+//   any other n     → the per-round min-cost flow of stragglar_deadline.cpp. With the
 //                     builder above every n ≤ 256, even and odd, is at the bound for K = 1
 //                     (docs/schedules.md); the paper's LEMON matching method
 //                     (stragglar_matching.cpp) is the fallback should the flow give up.

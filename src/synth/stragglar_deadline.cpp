@@ -1,4 +1,4 @@
-// StragglAR `allreduce` phase for n that is not a power of two (issue #5; the paper's appendix
+// StragglAR `allreduce` phase for n that is not a power of two (the paper's appendix
 // "Non-Power-of-2" gives only a greedy matching method, ported in stragglar_matching.cpp).
 //
 // Model (docs/design.md, single port): per round a rank sends ≤ 1 and receives ≤ 1 transfer. Unlike

@@ -1,7 +1,7 @@
 // StragglAR's `allreduce` phase builders (not installed). All of them synthesize with the
 // straggler σ = n-1; src/synth/stragglar.cpp adds the ReduceScatter phase and relabels.
 //
-// Common setting (paper §3.1, issue #5): m = n-1 non-stragglers, K = pipeline factor,
+// Common setting (paper §3.1): m = n-1 non-stragglers, K = pipeline factor,
 // nchunks = K·m. After the ReduceScatter, rank i holds the partial sum (over non-stragglers)
 // of chunks {i, i+m, i+2m, ...}. In round r < K·m the straggler and rank r mod m exchange
 // chunk r (two `reduce` transfers): chunk r is then *full* on both (exception: the

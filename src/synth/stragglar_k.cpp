@@ -1,4 +1,4 @@
-// StragglAR-k (issue #23): k ranks arrive late together (a slow node). Synthesized with the
+// StragglAR-k: k ranks arrive late together (a slow node). Synthesized with the
 // late ranks at p..n-1 (p = n - k punctual ranks), then relabelled onto the requested set.
 // docs/algorithms.md "StragglAR-k" derives the bound this approaches.
 //

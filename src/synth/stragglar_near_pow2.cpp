@@ -1,5 +1,5 @@
 // StragglAR `allreduce` phase at the round bound n + ⌈log2 n⌉ − 2 for K = 1 and n in the upper
-// third below a power of two (issue #5): with L = ⌈log2 n⌉, N = 2^L, every n with
+// third below a power of two: with L = ⌈log2 n⌉, N = 2^L, every n with
 // 3n ≥ 2N + 3 − L except 3, 6, 11, 21 — e.g. 84..127, 169..255, 340..511. Algorithm 1 (paper
 // §3.1, stragglar_pow2.cpp) is the case n = N; this builder keeps its structure and makes room
 // for the N − n ranks that do not exist. Other n: the min-cost flow (stragglar_deadline.cpp).

@@ -10,7 +10,7 @@ namespace stragglar::detail {
 
 class ScheduleSink;
 
-// Receives one round at a time (issue #15: a schedule need not be held whole). The callee may
+// Receives one round at a time (a schedule need not be held whole). The callee may
 // take the transfers (move from the round); the builder clears and reuses it.
 using RoundFn = std::function<void(Round&)>;
 

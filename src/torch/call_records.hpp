@@ -1,4 +1,4 @@
-// What each rank called, compared once a call has failed (issue #22, class 10; docs/reliability.md).
+// What each rank called, compared once a call has failed (docs/reliability.md).
 //
 // all_reduce is routed per call: the tensors the core serves go to stragglar, the rest (int8,
 // sparse, several tensors, unsupported ops) to the inner Gloo. A call whose ranks route it

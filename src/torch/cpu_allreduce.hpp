@@ -81,7 +81,7 @@ class CpuAllreduce {
   bool on_worker() const { return std::this_thread::get_id() == worker_.get_id(); }
   // Blocks until every call queued so far has run (a barrier orders after them).
   void drain();
-  // Connects the UCX engine now (at group creation, when every rank is there: issue #22), so a
+  // Connects the UCX engine now (at group creation, when every rank is there), so a
   // rank whose first all_reduce comes late meets the normal timeout, not a connect that read
   // whatever the store held. A failure is kept: every call then raises it.
   void connect_now(double timeout_s);

@@ -74,7 +74,7 @@ py::dict report_dict(const GroupReport& r) {
   automatic["algorithm"] = a.active ? py::object(py::str(stragglar::to_string(a.algorithm))) : py::object(py::none());
   automatic["straggler"] = a.straggler;
   automatic["late_rank"] = a.late_rank;
-  automatic["late_set"] = a.late_set;  // issue #23: ranks late together, [] when none
+  automatic["late_set"] = a.late_set;  // ranks late together, [] when none
   automatic["delay_s"] = a.delay_s;
   automatic["scores"] = a.scores;
   automatic["calls"] = a.calls;

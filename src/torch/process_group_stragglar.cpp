@@ -61,8 +61,8 @@ ProcessGroupStragglar::ProcessGroupStragglar(c10::intrusive_ptr<c10d::Store> sto
                     " ranks (or -1 for the last rank)");
   TORCH_CHECK_VALUE(timeout.count() > 0, "stragglar.torch: timeout ", timeout.count(), " ms, expected > 0");
   init();
-  // The inner Gloo backends and the CPU engine now, while every rank is making the group
-  // (issue #22), not on first use: a delegated barrier or collective then times out and reports
+  // The inner Gloo backends and the CPU engine now, while every rank is making the group,
+  // not on first use: a delegated barrier or collective then times out and reports
   // exactly as Gloo's own, instead of waiting in a rendezvous that a dead, stopped or
   // differently-routed peer never joins. NCCL's stays lazy (it needs a CUDA device).
   inner(Inner::gloo);
@@ -163,7 +163,7 @@ std::string ProcessGroupStragglar::inner_backends() {
 
 void ProcessGroupStragglar::native_allreduce(void* buf, std::size_t count, DataType dtype, ReduceOp op, bool keep_buffer) {
   // c10 errors become the core's, so the session sees a failed engine (and breaks).
-  // Through a tensor of our own (issue #22 class 6): Work::wait's timeout returns while Gloo's
+  // Through a tensor of our own (docs/reliability.md, class 6): Work::wait's timeout returns while Gloo's
   // thread may still run the allreduce (its own timeout starts when it starts) and write its
   // tensor when a stopped peer resumes. That tensor is the stage, which the Work keeps alive;
   // the caller's buffer is written only once Gloo has the result. Grown, never shrunk: no

@@ -1,4 +1,4 @@
-// The c10d backend "stragglar" (issue #11; docs/torch.md): torch.distributed's all_reduce runs
+// The c10d backend "stragglar" (docs/torch.md): torch.distributed's all_reduce runs
 // through the runtime core (src/runtime/session.hpp), everything else through inner backends.
 //
 //   all_reduce of one dense tensor, float32/64, float16, bfloat16, int32, int64 ×

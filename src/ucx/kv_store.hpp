@@ -1,4 +1,4 @@
-// KeyValueStore: how ranks that no MPI launcher started find each other (issue #11).
+// KeyValueStore: how ranks that no MPI launcher started find each other.
 //
 // UcxTransport::connect publishes this rank's UCX worker address under a key and reads every
 // other rank's. The interface is the part of torch's c10d::Store that this needs, so a thin

@@ -63,7 +63,7 @@ std::string ucs_text(ucs_status_t s) { return ucs_status_string(s); }
 // for large messages. When that peer has exited, the CMA call fails (ESRCH); on an endpoint
 // without UCX error handling (ours within a host, see ucx_transport.hpp) UCP fails the endpoint,
 // completes its requests with an error, and then logs the failure at FATAL level, whose default
-// handler aborts the process (issue #22: a survivor aborted in 5 of 12 trials). This handler,
+// handler aborts the process (a survivor must raise, not abort). This handler,
 // ahead of UCX's own, prints that one message as an error and stops it there, so the failed
 // requests reach exchange(), which throws Error(RemoteError) like any dead peer. Every other
 // message goes on to UCX's handlers. Measured against the alternatives (UCX_TLS=^cma, error
@@ -626,7 +626,7 @@ struct UcxTransport::Impl {
   // A peer we wait for whose message with another tag (another configuration, or the
   // agreement) waits unmatched here is in another call: it called with a count, dtype, op or
   // option that differs from ours on a configuration one of us knew already, where no agreement
-  // runs (issue #22: that ended in a timeout). UCX delivers one peer's messages in the order they
+  // runs (else it would end in a timeout). UCX delivers one peer's messages in the order they
   // were sent, so had it been in this call, its message for our posted receive would have come
   // first and matched. Error(Mismatch) within the watch period instead of a timeout.
   void check_peers_in_other_calls() {
@@ -686,8 +686,8 @@ struct UcxTransport::Impl {
 
   // A rank that gives up on a call tells every peer with one empty message on kGaveUpTag
   // (fire and forget): a peer waiting for it then raises within the watch period instead of
-  // waiting out its own timeout, and a peer that comes late raises at once (issue #22: errors
-  // cascaded one timeout per hop). The message is empty: nothing to keep alive.
+  // waiting out its own timeout, and a peer that comes late raises at once (else errors
+  // cascade one timeout per hop). The message is empty: nothing to keep alive.
   void tell_peers_we_gave_up() {
     for (const Peer& peer : peers) {
       if (peer.rank == rank || peer.ep == nullptr || peer.failure != UCS_OK) continue;

@@ -1,5 +1,5 @@
 // UcxTransport: one round = UCX tag receives and sends for every message, then one wait
-// (issue #11: the CPU engine of the PyTorch backend, started by torchrun, not by mpirun).
+// (the CPU engine of the PyTorch backend, started by torchrun, not by mpirun).
 //
 // The same contract as MpiTransport: all receives and sends of a round are posted together;
 // exchange() returns when all have completed; it never hangs: after `timeout_s` it throws

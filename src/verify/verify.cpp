@@ -9,7 +9,7 @@
 // order is reported.
 //
 // How, so that n = 4096 (33.5 million transfers) verifies in a fraction of a second and in
-// O(n²) bits of set state (issue #15):
+// O(n²) bits of set state:
 //   1. One pass in schedule order checks everything that needs no sets (ranks, ports, the
 //      straggler rule, chunk ranges and order), adds up the β cost, and appends each transfer to
 //      the list of each of its chunks (4 bytes: src, dst, op, "first of a new round").
@@ -761,7 +761,7 @@ class Verifier {
   void read_part(Part& part) {
     const int n = n_;
     const bool single_port = s_.ports() == 1;
-    // The late ranks (one straggler, or the set of StragglAR-k, issue #23): none of them may
+    // The late ranks (one straggler, or the set of StragglAR-k): none of them may
     // take part in a phase that does not wait for them.
     std::vector<char> late(static_cast<std::size_t>(n), 0);
     bool any_late = false;

@@ -1,4 +1,4 @@
-// verify_json_file: the CLI's `stragglar verify` without a JSON document in memory (issue #15).
+// verify_json_file: the CLI's `stragglar verify` without a JSON document in memory.
 #include <cstdio>
 #include <memory>
 #include <string>

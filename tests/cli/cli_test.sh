@@ -88,7 +88,7 @@ expect 0 "reduce-bandwidth=225GiB/s" -- "$cli" simulate -n 4 -b 1G --algo ring -
 expect 0 "6684.67" -- "$cli" simulate -n 4 -b 1G --algo ring --reduce-bandwidth 225GiB/s --format csv
 expect 2 "bandwidth 'slow'" -- "$cli" simulate -n 8 -b 1G --reduce-bandwidth slow
 
-# Several late ranks and two link classes (issue #23)
+# Several late ranks and two link classes
 expect 0 "" -- "$cli" synth -a stragglar-k -n 10 --stragglers 3,7,0 -o "$tmp/k.json"
 expect 0 "OK: stragglar-k n=10 stragglers=0,3,7" -- "$cli" verify "$tmp/k.json"
 expect 0 "OK: hierarchical n=8 stragglers=4,5,6,7" -- sh -c "'$cli' synth -a hierarchical -n 8 --stragglers 4 | '$cli' verify -"

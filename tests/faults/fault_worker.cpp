@@ -1,4 +1,4 @@
-// One rank of a fault-injection trial (issue #22; the harness is run_faults.py beside it).
+// One rank of a fault-injection trial (the harness is run_faults.py beside it).
 //
 //   fault_worker ucx ARGS...   a rank started like torchrun (RANK, WORLD_SIZE, STRAGGLAR_STORE_DIR):
 //                              the runtime core over UcxEngine, as the PyTorch backend's CPU tensors

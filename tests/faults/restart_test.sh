@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Restart after a lost rank (issue #22): torchrun --max-restarts 1 on the "stragglar" backend, one
+# Restart after a lost rank: torchrun --max-restarts 1 on the "stragglar" backend, one
 # rank SIGKILLed mid-training on the first attempt; the restarted job resumes from its checkpoint
 # and must finish with the exact result on every rank. Usage: restart_test.sh EXAMPLE NPROC
 set -euo pipefail

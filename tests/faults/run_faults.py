@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fault-injection harness (issue #22): no surviving rank aborts, hangs or holds a mixed buffer.
+"""Fault-injection harness: no surviving rank aborts, hangs or holds a mixed buffer.
 
 Each trial starts n ranks of one front-end, runs a few all_reduces of one random size and
 algorithm, and injects one fault into one rank at a random point of a random call:

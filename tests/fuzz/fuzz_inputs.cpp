@@ -1,4 +1,4 @@
-// Bounded random-mutation fuzzing of the other inputs from outside (issue #22 item 4): the
+// Bounded random-mutation fuzzing of the other inputs from outside: the
 // STRAGGLAR_* environment, the bench/CLI value parsers and the bench flags as a command line.
 //
 //   environment  each case, in a forked child: a random set of STRAGGLAR_* variables (the core's

@@ -1,6 +1,5 @@
-// Bounded random-mutation fuzzing of everything that reads a schedule from outside (issue #10,
-// item 8): schedule_from_json, the streaming reader behind verify_json_file, pack() and the
-// verifier. Inputs: synthesized schedules damaged as data (schedule_mutator.hpp), then written as
+// Bounded random-mutation fuzzing of everything that reads a schedule from outside:
+// schedule_from_json, the streaming reader behind verify_json_file, pack() and the verifier. Inputs: synthesized schedules damaged as data (schedule_mutator.hpp), then written as
 // JSON and damaged as text (bytes flipped, cut, inserted; numbers replaced by extreme ones).
 // Each input must
 //   * never crash, hang or throw anything but stragglar::Error (the sanitizer build runs this too);

@@ -1,5 +1,5 @@
-// Is there a GPU to test on? One rule for the GPU tests and stragglar-bench-gpu (issue #14
-// item 9): skip only when the machine has no GPU — cudaGetDeviceCount says cudaErrorNoDevice,
+// Is there a GPU to test on? One rule for the GPU tests and stragglar-bench-gpu: skip only when
+// the machine has no GPU — cudaGetDeviceCount says cudaErrorNoDevice,
 // or no CUDA driver is installed at all (libcuda.so.1 cannot be loaded: CI and build hosts then
 // get cudaErrorInsufficientDriver or cudaErrorStubLibrary). Any other error, e.g. a driver
 // older than the runtime on a GPU machine, is a failure to report, never a skip.

@@ -35,11 +35,11 @@ for ((r = 0; r < np; r++)); do
   [ "$r" -eq "$victim" ] && continue
   f="$dir/rank$r.txt"
   if [ ! -e "$f" ]; then echo "FAIL: rank $r reported nothing"; fails=1; continue; fi
-  # The message says what is known (issue #14): the peer may only be late, not dead.
+  # The message says what is known: the peer may only be late, not dead.
   if grep -q '^Timeout' "$f" && grep -q 'later than the timeout, stopped, died, or called with different arguments' "$f"; then
     echo "rank $r: $(cat "$f")"; timeouts=$((timeouts + 1))
   elif grep -q '^GaveUp' "$f" && grep -q 'gave up on this call' "$f"; then
-    echo "rank $r: $(cat "$f")"  # a peer that timed out told it (issue #22)
+    echo "rank $r: $(cat "$f")"  # a peer that timed out told it
   else
     echo "FAIL: rank $r: $(cat "$f")"; fails=1
   fi

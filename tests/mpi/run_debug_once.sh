@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# STRAGGLAR_DEBUG=INFO prints the configuration once per process (issue #14), however many
+# STRAGGLAR_DEBUG=INFO prints the configuration once per process, however many
 # communicators the process uses: run the tiny_timeout mode (two communicators) on NP ranks and
 # count the "stragglar INFO [pid" lines.
 #   run_debug_once.sh NP MPIEXEC "FLAGS" TEST_BINARY

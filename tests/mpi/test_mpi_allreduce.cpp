@@ -15,12 +15,12 @@
 //   test_mpi_allreduce auto_moving   auto with arrival tickets, a random rank late by 30 ms before each
 //                                    of 30 calls: same choices, exact, every call after the first ticketed
 //   test_mpi_allreduce auto_late_set auto, ranks n-2 and n-1 late together by 30 ms before each of 30
-//                                    calls (issue #23): the same choice (set included) on every rank,
+//                                    calls: the same choice (set included) on every rank,
 //                                    exact, the set learned and reported, stragglar-k told it run
 //   test_mpi_allreduce tiny_timeout  (with STRAGGLAR_TIMEOUT_S=1e-9) success or Timeout, no crash
 //   test_mpi_allreduce cluster       (under scripts/cluster.sh) every algorithm, stragglar-k and
 //                                    hierarchical told the last host late, a few dtypes and counts
-//   test_mpi_allreduce late_set      stragglar-k and hierarchical (issue #23) with several late ranks: sets of 1..n/2
+//   test_mpi_allreduce late_set      stragglar-k and hierarchical with several late ranks: sets of 1..n/2
 //                                    ranks × dtype × op × counts, C and C++, late ranks delayed;
 //                                    a set for stragglar and mismatched sets are refused
 //
@@ -133,7 +133,7 @@ struct Case {
   int delay_ms;
   bool c_api;
   std::uint64_t seed;
-  std::vector<int> stragglers = {};  // Options::stragglers (issue #23); all of them are delayed
+  std::vector<int> stragglers = {};  // Options::stragglers; all of them are delayed
   int pipeline = kPipelineAuto;      // Options::pipeline (pipelined algorithms)
 };
 
@@ -408,7 +408,7 @@ int stop_peer(int victim, const std::string& dir, bool kill, bool auto_policy = 
     outcome = "NO-ERROR";
   } catch (const Error& e) {
     // A survivor not waiting for the victim itself may first get the "gave up" notice of one
-    // that timed out (issue #22): RemoteError naming that rank, instead of its own timeout.
+    // that timed out: RemoteError naming that rank, instead of its own timeout.
     const bool gave_up = e.code() == ErrorCode::RemoteError && std::strstr(e.what(), "gave up on this call");
     outcome = std::string(e.code() == ErrorCode::Timeout ? "Timeout" : gave_up ? "GaveUp" : "WRONG-CODE") + " (" +
               to_string(e.code()) + ") after " + std::to_string(MPI_Wtime() - t0) + " s: " + e.what();
@@ -424,7 +424,7 @@ int stop_peer(int victim, const std::string& dir, bool kill, bool auto_policy = 
   std::_Exit(outcome.rfind("Timeout", 0) == 0 || outcome.rfind("GaveUp", 0) == 0 ? 0 : 1);
 }
 
-// A rank later than STRAGGLAR_TIMEOUT_S (issue #14): on the first call on a communicator (the
+// A rank later than STRAGGLAR_TIMEOUT_S: on the first call on a communicator (the
 // communicator's idup times out) and on a new configuration of a working one (the argument
 // check times out). Every rank must get Timeout, later calls on a broken communicator must fail
 // at once, and nothing may write into memory after a call returned (run under ASan in CI; the
@@ -439,7 +439,7 @@ int late_rank(double late_s) {
       got = "NO-ERROR";
     } catch (const Error& e) {
       got = to_string(e.code());
-      // The late rank itself may find the others' "gave up" notices (issue #22): RemoteError
+      // The late rank itself may find the others' "gave up" notices: RemoteError
       // at once instead of its own timeout. So may a punctual rank that entered the call after
       // another punctual one (a loaded machine deschedules it between the barrier and the call):
       // the earlier rank's timeout fires first and its notice reaches the later one.
@@ -679,7 +679,7 @@ int auto_moving(int calls, int delay_ms) {
   return 0;
 }
 
-// auto with two ranks late together (issue #23 item 4): the policy learns the set from the
+// auto with two ranks late together: the policy learns the set from the
 // exchanged in-call times; every rank must run the same choices (sets included), exactly.
 int auto_late_set(int calls, int delay_ms) {
   // 4 MiB: there the host model puts stragglar-k with this set ahead of ring and rhd (at 256 KiB
@@ -747,7 +747,7 @@ int tiny_timeout() {
 
 }  // namespace
 
-// stragglar-k with several late ranks (issue #23): exact on every rank for sets of 1..n/2 ranks,
+// stragglar-k with several late ranks: exact on every rank for sets of 1..n/2 ranks,
 // in any order; refused where it cannot run, with buffers untouched.
 int late_set() {
   std::vector<std::vector<int>> sets = {{g_n - 1}};
@@ -810,7 +810,7 @@ int late_set() {
   return 0;
 }
 
-// Every algorithm across the testbed's hosts (scripts/cluster.sh, issue #23): the last host of
+// Every algorithm across the testbed's hosts (scripts/cluster.sh): the last host of
 // `per_host` ranks is the late set of stragglar-k and hierarchical, rank n-1 the straggler of the
 // others; the late host is delayed in part of the calls.
 int cluster(int per_host) {

@@ -1,4 +1,4 @@
-// The MPI front-end's hot path makes no heap allocation (issue #10): after the first calls of a
+// The MPI front-end's hot path makes no heap allocation: after the first calls of a
 // configuration (agreement, plan, scratch), 20 more calls of every algorithm — auto included,
 // whose exchanges and decisions fall inside those calls — in place and out of place, sum and
 // avg, must not call operator new on any rank. This binary replaces
@@ -45,7 +45,7 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 // Late sets auto's configurations were told (StragglerReport::late_set after each call), per op:
-// here each op is one configuration. The first time a configuration is told a set (issue #23: a
+// here each op is one configuration. The first time a configuration is told a set (a
 // set of ranks late together, here possibly made by the scheduler of an oversubscribed host), the
 // set's plans and simulations are built, once, at most 8 sets per configuration.
 std::set<std::pair<int, std::vector<int>>> g_sets_told;
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     if (allocations_fail(row.name, g_allocations, sets_before, rank, n)) ++failures;
     g_allocations = 0;
   }
-  // auto with two ranks late together (issue #23): once the set is learned (its plans built
+  // auto with two ranks late together: once the set is learned (its plans built
   // then, after an exchange), calls with the same pattern allocate nothing either.
   if (n >= 4) {
     stragglar::Options o;  // auto

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The installed package as a user sees it (issue #10 item 6; CTest test `package`, label
+# The installed package as a user sees it (CTest test `package`, label
 # `package`, registered by tests/package/CMakeLists.txt):
 #   1. cmake --install <build> into a temporary prefix, then move the prefix (relocatable:
 #      nothing may point back to where it was installed, the source or the build tree);
@@ -133,7 +133,7 @@ expect_components OK core "stragglar components found: core"
 expect_components FAIL "core;bogus" "unknown component 'bogus' (known: core, mpi, nccl, pmpi)"
 if [ "${arg[mpi]}" = 1 ]; then
   expect_components FAIL mpi "component mpi needs the C or CXX language enabled in this project"
-  # The preload library (issue #21): its component, the library and the launcher beside it.
+  # The preload library: its component, the library and the launcher beside it.
   expect_components OK pmpi "stragglar components found: pmpi"
   ls "$prefix"/lib*/libstragglar_pmpi_*.so >/dev/null 2>&1 || fail "no libstragglar_pmpi_<mpi>.so installed"
   [ -x "$prefix/bin/stragglar-run" ] || fail "no bin/stragglar-run installed"

@@ -1,4 +1,4 @@
-"""Tests of the figures and the schedule drawing (issue #13): headless (Agg), small inputs.
+"""Tests of the figures and the schedule drawing: headless (Agg), small inputs.
 
 Each figure command runs and writes a non-empty PNG, and what was drawn is checked against the
 JSON it was drawn from (one arrow per transfer, one line per algorithm, the bars' heights) — no

@@ -1,6 +1,6 @@
 // auto's per-call side of the session (src/runtime/auto_call.*) over the thread engine: where
-// native's warm-ups run at a configuration's first call, and that every rank runs the same
-// number of them even when one rank cannot get their memory.
+// native's warm-ups run at a configuration's first call, that every rank runs the same number of
+// them even when one rank cannot get their memory, and that an engine needing none runs none.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -60,9 +60,11 @@ class NoKeptCopyEngine final : public detail::Engine {
   }
   CostModel auto_cost_model() const override { return inner_.auto_cost_model(); }
   BuffersOnError buffers_on_error() const override { return BuffersOnError::undefined; }
+  int native_warm_ups() const override { return warm_ups; }
   std::int64_t host_id() const override { return inner_.host_id(); }
   std::int64_t clock_id() const override { return inner_.clock_id(); }
   RefusingDevice& refusing_device() { return device_; }
+  int warm_ups = 2;
 
  private:
   ThreadEngine& inner_;
@@ -81,9 +83,10 @@ struct Seen {
 };
 
 // n ranks as threads, each making one auto call of `count` floats (rank r contributes r + 1).
-// `refusing_rank` (>= 0) cannot allocate the warm-up memory.
+// `refusing_rank` (>= 0) cannot allocate the warm-up memory; -2: no rank can. `warm_ups`: the
+// engine's Engine::native_warm_ups.
 std::vector<Seen> first_auto_call(int n, std::size_t count, const std::function<bool(int rank)>& in_place_on,
-                                  int refusing_rank = -1) {
+                                  int refusing_rank = -1, int warm_ups = 2) {
   ThreadJob job(n, 20);
   std::vector<Seen> seen(static_cast<std::size_t>(n));
   std::vector<std::thread> threads;
@@ -91,7 +94,8 @@ std::vector<Seen> first_auto_call(int n, std::size_t count, const std::function<
     threads.emplace_back([&, r] {
       ThreadEngine inner(job, r);
       NoKeptCopyEngine engine(inner);
-      if (r == refusing_rank) engine.refusing_device().refuse_bytes = count * sizeof(float);
+      if (r == refusing_rank || refusing_rank == -2) engine.refusing_device().refuse_bytes = count * sizeof(float);
+      engine.warm_ups = warm_ups;
       Seen& mine = seen[static_cast<std::size_t>(r)];
       const bool in_place = in_place_on(r);
       std::vector<float> send(count, static_cast<float>(r + 1)), recv(count, in_place ? static_cast<float>(r + 1) : 0.0f);
@@ -178,6 +182,23 @@ TEST(AutoCall, RanksThatNeedNoWarmUpMemorySkipTheWarmUpsTooWhenAPeerHasNone) {
     EXPECT_EQ(mine.error, "") << "rank " << r;
     EXPECT_EQ(mine.refused, r == refusing ? 1 : 0) << "rank " << r;
     EXPECT_EQ(mine.native_calls, 1) << "rank " << r << ": no warm-up anywhere";
+    EXPECT_EQ(mine.result, std::vector<float>(count, sum_of_ranks(n))) << "rank " << r;
+  }
+}
+
+TEST(AutoCall, AnEngineThatNeedsNoWarmUpsRunsNativeOnceAndMakesNoMemoryForThem) {
+  // The MPI engine readies its native's first-use costs when the configuration is made
+  // (Engine::native_warm_ups 0): the first call measures native's first run, and no rank asks
+  // for warm-up memory (every rank would refuse it here).
+  const int n = 4;
+  const std::size_t count = (1 << 16) + 7;
+  const std::vector<Seen> seen = first_auto_call(n, count, [](int) { return true; }, /*refusing_rank=*/-2, /*warm_ups=*/0);
+  for (int r = 0; r < n; ++r) {
+    const Seen& mine = seen[static_cast<std::size_t>(r)];
+    EXPECT_EQ(mine.error, "") << "rank " << r;
+    EXPECT_EQ(mine.refused, 0) << "rank " << r << ": warm-up memory was asked for";
+    ASSERT_EQ(mine.native_calls, 1) << "rank " << r << ": the measured call alone";
+    EXPECT_EQ(mine.wrote[0], mine.recvbuf) << "rank " << r;
     EXPECT_EQ(mine.result, std::vector<float>(count, sum_of_ranks(n))) << "rank " << r;
   }
 }

@@ -706,7 +706,7 @@ TEST(Session, AutoSmallMessageGateFollowsTheEnginesCostModelOnEveryRank) {
   }
 }
 
-// ---- hosts (issue #23): exchanged at the first call, given to auto's cost model --------------------
+// ---- hosts: exchanged at the first call, given to auto's cost model --------------------
 // Three in-place auto calls of `count` floats on rank r of n (rank r contributes r + 1), each
 // result checked: what the host and clock tests below run.
 void three_checked_auto_calls(int r, int n, detail::Session& s, std::size_t count) {

@@ -1,4 +1,4 @@
-"""PyTorch's own distributed test suite against the backend "stragglar" (issue #22 item 2).
+"""PyTorch's own distributed test suite against the backend "stragglar".
 
 torch ships the suite in its wheel (`torch.testing._internal.distributed.distributed_test`,
 class `DistributedTest._DistTestBase`); torch's `test/distributed/test_distributed_spawn.py`

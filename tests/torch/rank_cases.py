@@ -304,7 +304,7 @@ def mismatch(rank, nranks):
 def mixed_routing(rank, nranks):
     """Rank 0's tensor is int8 (stragglar does not serve it: it goes to Gloo) while the others'
     are float32 (stragglar's): the two collectives never meet. Every rank must raise an error that
-    names what the other side called, not only its own timeout (issue #22, class 10)."""
+    names what the other side called, not only its own timeout."""
     t = torch.ones(64, dtype=torch.int8 if rank == 0 else torch.float32)
     before = t.clone()
     start = time.monotonic()

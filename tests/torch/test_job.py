@@ -21,7 +21,7 @@ def test_async_wait_and_future(four_ranks_tcpstore):
 
 def test_delegated_collectives(four_ranks_tcpstore):
     inner = four_ranks_tcpstore["delegated"]
-    # Both inner Gloo backends are made with the group (issue #22), NCCL is never made on CPU.
+    # Both inner Gloo backends are made with the group, NCCL is never made on CPU.
     assert all(v == ["gloo", "gloo_native"] for v in inner.values()), inner
 
 

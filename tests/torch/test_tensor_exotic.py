@@ -1,4 +1,4 @@
-"""Sparse, complex, meta and quantized tensors on the "stragglar" backend (issue #22 item 4):
+"""Sparse, complex, meta and quantized tensors on the "stragglar" backend:
 a correct (delegated) result or a clear error on every rank, and the group stays usable. A meta
 tensor has no data: torch's dispatcher answers its all_reduce without any backend (as for Gloo)."""
 

@@ -1,4 +1,4 @@
-// The executor over UcxTransport in n processes started without MPI (issue #11).
+// The executor over UcxTransport in n processes started without MPI.
 //
 //   test_ucx_allreduce --np N MODE      the launcher: starts N copies of itself the way
 //                                       torchrun does (RANK, WORLD_SIZE, a DirectoryStore

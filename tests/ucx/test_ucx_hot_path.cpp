@@ -1,4 +1,4 @@
-// UcxTransport's hot path allocates nothing once warmed up (issue #11): after a few calls of
+// UcxTransport's hot path allocates nothing once warmed up: after a few calls of
 // every algorithm's plan through the executor, the last 20 of 60 more calls make no heap allocation on any
 // rank — neither ours (operator new) nor UCX's (malloc/calloc/realloc, counted by
 // interposing them in this binary: UCX's request and descriptor pools must have grown

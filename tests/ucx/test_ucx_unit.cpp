@@ -141,7 +141,7 @@ TEST(UcxTransportSelf, RoundTripsToItself) {
   t->exchange(empty, empty);
   // A message under tag 5 is not received by a receive under tag 6, and a cancelled receive
   // leaves its buffer alone. The unmatched tag-5 message from the peer we wait for says that
-  // peer is in another call: Mismatch naming both tags, within the watch period (issue #22).
+  // peer is in another call: Mismatch naming both tags, within the watch period.
   t->set_tag(5);
   const Message send5[] = {{0, a.data(), 64}};
   t->exchange(send5, {});

@@ -1,4 +1,4 @@
-// The verifier as it was before issue #15 (round by round, one shared bitset per (rank, chunk),
+// The verifier as it was before the chunk-by-chunk one (round by round, one shared bitset per (rank, chunk),
 // O(n^3) bits at worst): the reference the fast verifier is compared against, report for report,
 // on synthesized schedules and on random mutations of them (test_verify_differential.cpp, the
 // fuzz test). Test-only; kept verbatim but for the namespace.
@@ -153,7 +153,7 @@ class Verifier {
       if (t.src == t.dst) return err("a rank cannot send to itself");
       if (t.chunks.empty()) return err("no chunks");
       if (!phase.waits_for_straggler) {
-        const std::vector<int> late = s_.late_ranks();  // one straggler or a set (issue #23)
+        const std::vector<int> late = s_.late_ranks();  // one straggler or a set
         if (late.empty()) return err("phase does not wait for the straggler but the schedule names none");
         const bool src_late = std::find(late.begin(), late.end(), t.src) != late.end();
         if (src_late || std::find(late.begin(), late.end(), t.dst) != late.end())

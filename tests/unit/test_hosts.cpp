@@ -1,4 +1,4 @@
-// Hosts of a communicator from its ranks' host ids (src/runtime/hosts.hpp, issue #23): auto's
+// Hosts of a communicator from its ranks' host ids (src/runtime/hosts.hpp): auto's
 // hierarchical candidate needs host-major hosts of equal size.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The plan cache (issue #15): a plan for any straggler, derived from the one verified canonical
+// The plan cache: a plan for any straggler, derived from the one verified canonical
 // schedule, is exactly compile(synthesize(..., straggler), rank); switching stragglers reuses the
 // canonical schedule; bad keys are rejected with clear messages.
 #include <gtest/gtest.h>

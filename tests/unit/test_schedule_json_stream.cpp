@@ -1,4 +1,4 @@
-// The streaming JSON writer and reader (issue #15): the writer's text is schedule_to_json's, byte
+// The streaming JSON writer and reader: the writer's text is schedule_to_json's, byte
 // for byte; verify_json_file gives what schedule_from_json + verify give, whether the streaming
 // reader takes the document or hands it to the full reader.
 #include <gtest/gtest.h>

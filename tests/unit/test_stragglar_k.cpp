@@ -1,4 +1,4 @@
-// StragglAR-k (issue #23): k ranks late together. Every schedule verifies exactly, keeps every
+// StragglAR-k: k ranks late together. Every schedule verifies exactly, keeps every
 // late rank out of the no-wait phase, stays within a fixed distance of the round bound, and
 // the schedule format carries the set.
 #include <gtest/gtest.h>
@@ -236,7 +236,7 @@ TEST(Hierarchical, RefusesASetThatIsNotAHost) {
   EXPECT_NO_THROW(hierarchical(8, {6, 7}));
 }
 
-// Where each wins (issue #23 item 2): one link class, stragglar-k; inter-host links 10x slower,
+// Where each wins: one link class, stragglar-k; inter-host links 10x slower,
 // hierarchical. Both are told the same late host, every rank of it late.
 TEST(Hierarchical, WinsWhereHostLinksAreSlow) {
   const int n = 16;

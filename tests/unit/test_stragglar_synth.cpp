@@ -1,4 +1,4 @@
-// StragglAR synthesis (paper §3, Algorithm 1, appendix; issues #2 and #5): every schedule
+// StragglAR synthesis (paper §3, Algorithm 1, appendix): every schedule
 // passes the verifier, and the `allreduce` phase meets the round bound n + ⌈log2 n⌉ - 2.
 #include <gtest/gtest.h>
 
@@ -131,7 +131,7 @@ TEST(StragglarSynth, N4IsThePaperFigure) {
   EXPECT_EQ(phase(s, "allreduce").rounds, expected);
 }
 
-// The paper's public code (issue #5 measurements).
+// Rounds of the paper's public code, measured.
 const std::map<int, int> kPaperRounds = {{12, 15}, {14, 17}, {20, 24}, {22, 26}, {26, 33},
                                          {28, 33}, {30, 36}, {48, 57}, {96, 108}};
 

@@ -1,4 +1,4 @@
-// The verifier (chunk by chunk, issue #15) against the round-by-round verifier it replaced
+// The verifier (chunk by chunk) against the round-by-round verifier it replaced
 // (reference_verifier.hpp): the same report — ok, message, rounds per phase, β costs — for every
 // synthesized schedule and for thousands of randomly damaged ones, on a Schedule and packed, on
 // one thread and on several.
@@ -52,7 +52,7 @@ std::vector<Schedule> corpus() {
         out.push_back(synthesize(a, n, o));
       }
     }
-  // Several late ranks (issue #23): a set, and a late host.
+  // Several late ranks: a set, and a late host.
   for (int n : {4, 6, 8, 9, 12, 16}) {
     SynthOptions o;
     o.stragglers = {0, n / 2, n - 1};

@@ -702,7 +702,7 @@ std::optional<int> parse_flags(int argc, char** argv, const Tool& tool, RunnerFl
   app.add_option("--move-straggler", f.move_straggler,
                  "I:R[,I:R...]: from timed iteration I (0-based) on, rank R is the delayed one");
   app.add_option("--stragglers", f.stragglers,
-                 "R,R[,...]: these ranks all come --delay late (a slow node, issue #23); stragglar-k is told the "
+                 "R,R[,...]: these ranks all come --delay late (a slow node); stragglar-k is told the "
                  "set, stragglar and broadcast the last of them (--straggler is then ignored); with "
                  "--delay-pattern the pattern sets the delays and this only names the set");
   app.add_flag("--keep-buffers", f.keep_buffers,

@@ -31,7 +31,7 @@ struct RunnerFlags : BenchFlags {
   bool calibrate = false;
   std::string csv_file;
   std::string move_straggler;  // "I:R[,I:R...]": from timed iteration I on, rank R is delayed
-  std::string stragglers;      // "6,7": these ranks are all delayed (issue #23); stragglar-k is told the set
+  std::string stragglers;      // "6,7": these ranks are all delayed; stragglar-k is told the set
   // A text file of per-rank delays (ms), one line per timed iteration (n numbers), cycled;
   // warm-ups and the check use line 1. Every rank sleeps its own delay; exposed = latest exit −
   // latest entry. The straggler of fixed entries (--straggler unset) is the rank latest most often.

@@ -45,7 +45,7 @@ for r in d["rows"]:
     # exposed = latest exit - latest entry, time = latest exit - the common start: 0 <= exposed <= time.
     assert all(0 <= e <= t + 1e-3 for e, t in zip(r["exposed_us_per_iter"], r["time_us_per_iter"])), r
     for c in r["choices"]:
-        # auto may also run stragglar-k / hierarchical (issue #23): a loaded host can make two
+        # auto may also run stragglar-k / hierarchical: a loaded host can make two
         # ranks late together in most of the last P calls, and auto then learns that set.
         assert c["algo"] in ("stragglar", "stragglar-k", "hierarchical", "ring", "rhd", "allpairs", "broadcast", "native"), c
     if r["algo"] in ("stragglar", "stragglar:2"):
@@ -57,7 +57,7 @@ print(f"n=4: JSON rows {len(d['rows'])}, per-iteration times and choices present
 EOF
 test "$(head -1 "$out/bench.csv" | cut -d, -f1-6)" = "size,count,type,redop,algo,pipeline"
 
-# --delay-pattern (issue 20): per-rank delays per timed iteration, cycled; the fixed StragglAR
+# --delay-pattern: per-rank delays per timed iteration, cycled; the fixed StragglAR
 # entry is told the rank latest most often (rank 2 here); exact results; totals in the JSON.
 printf '# test pattern\n0 0 3 0\n1 0 2 0\n\n0 2 3 0\n' > "$out/pattern.txt"
 "${mpiexec[@]}" -np 4 "$bench" -b 4K -e 4K -n 5 -w 1 -c 1 --algo auto,stragglar,ring --delay-pattern "$out/pattern.txt" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurement behind docs/ucx.md (issue #11: which engine carries the torch backend's CPU
+# The measurement behind docs/ucx.md (which engine carries the torch backend's CPU
 # tensors): 8 ranks, 64 MiB float32 sum, rank 7 sleeping 300 ms after a common start, exposed
 # time (latest exit - straggler's entry, median of 10). Every engine runs in the same sitting,
 # the whole set REPS times over, interleaved, so a change of machine load shows as a spread.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Gloo under a straggler, with the timing rules of stragglar-bench (docs/ucx.md, issue #11).
+"""Gloo under a straggler, with the timing rules of stragglar-bench (docs/ucx.md).
 
     python3 tools/ucx_bench/gloo_bench.py --np 8 --bytes 64M --iters 10 --warmup 2 \
         --delay 300 --modes allreduce,schedule:stragglar:1,schedule:stragglar:auto,schedule:ring \
@@ -7,7 +7,7 @@
 
 Modes, measured side by side in one run of one process group (torch.distributed, Gloo,
 FileStore, torch.set_num_threads(1)):
-  allreduce            Gloo's own dist.all_reduce (the baseline of issue #11)
+  allreduce            Gloo's own dist.all_reduce (the baseline)
   schedule:ALGO[:K]    our schedule (from `stragglar synth`) run from Python over Gloo's
                        isend/irecv, one message per chunk, received into scratch then added
                        (what a Gloo-based CPU engine would move)

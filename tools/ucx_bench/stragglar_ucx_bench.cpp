@@ -1,4 +1,4 @@
-// stragglar-ucx-bench: stragglar-bench over UCX (issue #11, docs/ucx.md). The benchmark itself
+// stragglar-ucx-bench: stragglar-bench over UCX (docs/ucx.md). The benchmark itself
 // (flags, sizes, inputs, checks, timing, calibration, table, JSON/CSV) is the shared runner
 // (tools/bench/bench_runner.hpp); this file is the UCX backend: the runtime core's Session over
 // UcxEngine (src/ucx/ucx_engine.hpp, the PyTorch backend's CPU engine) on the engine's host
