@@ -277,10 +277,18 @@ TEST(ArrivalChoice, ARankLateCallAfterCallIsFollowedAndNotWaitedFor) {
   ArrivalChoice a0(2, shaped_model(), all), a1(2, shaped_model(), all);
   for (int call = 0; call < 8; ++call) {
     std::optional<Choice> c0;
-    std::thread early([&] { c0 = a0.arrive(t0, 5.0); });
-    if (a0.expected_late() != 1) {
+    const bool waits = a0.expected_late() != 1;  // read before rank 0's call updates it
+    std::atomic<bool> decided{false};
+    std::thread early([&] {
+      c0 = a0.arrive(t0, 5.0);
+      decided = true;
+    });
+    // Past the grace (59 ms) in steps of 0.1 s until rank 0 decides: on a loaded host its thread
+    // may enter after the first step, and one step moved before its entry would leave it waiting
+    // on a clock that no longer moves.
+    while (waits && !decided) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      now += 1'000'000'000;  // past any grace
+      now += 100'000'000;
     }
     early.join();  // rank 0 decided without rank 1
     const std::optional<Choice> c1 = a1.arrive(t1, 5.0);
