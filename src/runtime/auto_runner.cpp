@@ -212,6 +212,13 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s, ArrivalTickets* ticket
   if (tickets && first_call && !arrivals_) {
     PredictionCache model(options_, nranks_, count_ * size_of(dtype_));
     arrivals_.emplace(nranks_, [&model](const Choice& c, double d) { return model(c, d); }, policy_.config().candidates);
+    if (config_.debug_info && rank_ == 0) {
+      std::string graces;
+      for (std::size_t k = 0; k < arrivals_->grace_s().size(); ++k)
+        graces += (k ? ", " : "") + std::to_string(k + 1) + " late: " + std::to_string(arrivals_->grace_s()[k] * 1e3) + " ms";
+      std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): arrival tickets wait %s\n", api_, nranks_,
+                   count_, to_string(dtype_), graces.empty() ? "for every rank" : graces.c_str());
+    }
   }
   if (tickets && !first_call && arrivals_) {
     if (const std::optional<Choice> late = arrivals_->arrive(*tickets, timeout_s)) {
