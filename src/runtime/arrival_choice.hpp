@@ -43,6 +43,9 @@ class ArrivalChoice {
   int window_late_rank() const noexcept { return window_late_rank_; }
   // The ranks each late in more than half of them, when two or more; empty: none.
   const std::vector<int>& window_late_set() const noexcept { return window_set_; }
+  // The median delay of the late ranks over the window's calls that went on without them (each
+  // measured at the next call, when their arrival is known), seconds; 0: none measured yet.
+  double window_delay_s() const;
 
   // Late sets of two or more ranks kept (each a plan); a set beyond them waits for its ranks.
   static constexpr std::size_t kMaxSets = 16;
@@ -60,9 +63,10 @@ class ArrivalChoice {
   int expected_late_ = -1;
   std::int64_t calls_ = 0, late_calls_ = 0;
   // The report's window (sized at construction: a call allocates nothing for it).
-  void note_window(std::span<const int> late);
+  void note_window(std::span<const int> late, double previous_delay_s);
   std::vector<std::uint8_t> window_;  // kWindow rows of n: 1 where the rank was late
   std::vector<int> late_count_;       // per rank, over the window's rows
+  std::vector<double> delay_s_;       // per row: its late ranks' delay, 0 until measured
   std::vector<double> scores_;
   std::vector<int> window_set_;
   int window_pos_ = 0, window_fill_ = 0, window_late_rank_ = -1;

@@ -33,8 +33,11 @@ struct Recorded {
   std::vector<int> late;
   bool i_am_late = false;
   int ticket = -1;
+  double previous_delay_s = -1;
 };
-Recorded record(const ArrivalDecision& d) { return {d.all_in_time, {d.late.begin(), d.late.end()}, d.i_am_late, d.ticket}; }
+Recorded record(const ArrivalDecision& d) {
+  return {d.all_in_time, {d.late.begin(), d.late.end()}, d.i_am_late, d.ticket, d.previous_delay_s};
+}
 
 TEST(ArrivalTickets, RejectsBadArgumentsNamingTheValue) {
   try {
@@ -106,6 +109,23 @@ class ManualClockCall {
   std::int64_t base_ = 1'000'000'000;
   std::vector<ArrivalTickets> ranks_;
 };
+
+TEST(ArrivalTickets, EveryRankReadsThePreviousLateRanksDelayAtTheNextCall) {
+  // What the report's delay comes from: the late rank's arrival after the latest of the others,
+  // known once it arrived, read by every rank when it enters the next call.
+  constexpr int n = 4;
+  ManualClockCall job(n);
+  for (const Recorded& d : job.run(0, 0.010, 30'000'000, /*wait_for_early_decision=*/true)) {
+    EXPECT_FALSE(d.all_in_time);
+    EXPECT_EQ(d.previous_delay_s, 0.0);  // no previous call
+  }
+  for (const Recorded& d : job.run(1, 0.010, 1'000, false)) {
+    EXPECT_TRUE(d.all_in_time);
+    EXPECT_NEAR(d.previous_delay_s, 0.030, 1e-12);
+  }
+  for (const Recorded& d : job.run(2, 0.010, 1'000, false))
+    EXPECT_EQ(d.previous_delay_s, 0.0);  // the previous call had no late rank
+}
 
 TEST(ArrivalTickets, TheLastRankBeforeAtAndAfterTheGrace) {
   constexpr int n = 5;
