@@ -2,6 +2,7 @@
 stragglar comm hook, side by side in one job.
 
     PYTHONPATH=build/python python3 examples/ddp_straggler.py --nproc 8 --steps 12 --delay-ms 300
+    PYTHONPATH=build/python python3 examples/ddp_straggler.py --late random   # a random rank per step
     torchrun --nproc-per-node 8 examples/ddp_straggler.py --steps 12 --delay-ms 300
 
 The one-line change a training script needs is in `train()`: the process group DDP gets.
@@ -10,7 +11,10 @@ host), backward (DDP all_reduces the gradient buckets as they are ready), SGD st
 every rank waits for the straggler and then for the whole AllReduce; with StragglAR the others
 run the ReduceScatter among themselves while it sleeps, so less of the AllReduce is left once it
 arrives. Printed per mode: the median step time on the fastest rank and on the straggler, and
-the straggler's step minus its delay (its compute plus the AllReduce it waits for).
+the straggler's step minus its delay (its compute plus the AllReduce it waits for). With
+--late random the late rank is drawn anew every step (the same draw on every rank): "straggler"
+is then the slowest rank's median, and auto finds each step's late rank by arrival tickets
+(docs/arrival-tickets.md; STRAGGLAR_ARRIVAL_TICKETS=off for auto without them).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -52,12 +57,14 @@ def train(mode: str, args, rank: int, world: int, groups) -> list[float]:
     x = torch.randn(args.batch, args.width, generator=gen)
     y = torch.randint(0, 10, (args.batch,), generator=gen)
     steps = []
+    draw = random.Random(args.seed)  # --late random: the same late rank on every rank
     for step in range(args.warmup + args.steps):
+        late = draw.randrange(world) if args.late == "random" else world - 1
         dist.barrier(group=groups["gloo"])
         start = time.perf_counter()
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(ddp(x), y)
-        if rank == world - 1:
+        if rank == late:
             time.sleep(args.delay_ms / 1000)
         loss.backward()
         opt.step()
@@ -78,14 +85,15 @@ def run(args, rank: int, world: int) -> None:
     everyone = [None] * world
     dist.all_gather_object(everyone, results, group=groups["gloo"])
     if rank == 0:
+        who = "a random rank" if args.late == "random" else f"rank {world - 1}"
         print(f"# DDP, {world} ranks, {params / 1e6:.1f} M parameters ({params * 4 / 2**20:.0f} MiB of fp32 "
-              f"gradients, buckets of {args.bucket_mb:g} MiB), rank {world - 1} {args.delay_ms:g} ms late every step, "
-              f"median of {args.steps} steps")
+              f"gradients, buckets of {args.bucket_mb:g} MiB), {who} {args.delay_ms:g} ms late every step, "
+              f"median of {args.steps} steps; load average {os.getloadavg()[0]:.1f}")
         print(f"{'mode':<16} {'step, fastest rank (ms)':>24} {'step, straggler (ms)':>21} {'minus the delay':>16}")
         for mode in results:
             medians = [statistics.median(r[mode]) * 1e3 for r in everyone]
-            print(f"{mode:<16} {min(medians):>24.1f} {medians[world - 1]:>21.1f} "
-                  f"{medians[world - 1] - args.delay_ms:>16.1f}")
+            slow = max(medians) if args.late == "random" else medians[world - 1]
+            print(f"{mode:<16} {min(medians):>24.1f} {slow:>21.1f} {slow - args.delay_ms:>16.1f}")
         sys.stdout.flush()
     dist.barrier(group=groups["gloo"])
 
@@ -102,6 +110,9 @@ def main() -> int:
     p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb [25]")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads per rank [1]")
     p.add_argument("--modes", default="gloo,stragglar,gloo+hook")
+    p.add_argument("--late", choices=["last", "random"], default="last",
+                   help="which rank is late each step: the last one, or one drawn per step [last]")
+    p.add_argument("--seed", type=int, default=38, help="--late random: the draw's seed [38]")
     args = p.parse_args()
 
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun

@@ -22,7 +22,9 @@ constexpr int kMaxLate = 2;
 }  // namespace
 
 ArrivalChoice::ArrivalChoice(int nranks, const Predictor& predict, const std::vector<Algorithm>& candidates)
-    : n_(nranks), recent_late_(kRecent, -1) {
+    : n_(nranks), recent_late_(kRecent, -1), window_(static_cast<std::size_t>(kWindow) * static_cast<std::size_t>(nranks)),
+      late_count_(static_cast<std::size_t>(nranks)), delay_s_(kWindow, 0.0), scores_(static_cast<std::size_t>(nranks)) {
+  window_set_.reserve(static_cast<std::size_t>(nranks));
   const double late_for_ever = 1e4;
   double symmetric = INFINITY;
   for (Algorithm a : {Algorithm::ring, Algorithm::rhd})
@@ -51,6 +53,7 @@ std::optional<Choice> ArrivalChoice::arrive(ArrivalTickets& tickets, double time
   // decisions, so every rank expects the same rank next.
   recent_late_[static_cast<std::size_t>(recent_pos_)] = d.late.size() == 1 ? d.late.front() : -1;
   recent_pos_ = (recent_pos_ + 1) % kRecent;
+  note_window(d.late, d.previous_delay_s);
   expected_late_ = -1;
   for (int r : recent_late_)
     if (r >= 0 && 2 * std::count(recent_late_.begin(), recent_late_.end(), r) > kRecent) expected_late_ = r;
@@ -68,6 +71,38 @@ std::optional<Choice> ArrivalChoice::arrive(ArrivalTickets& tickets, double time
     known = sets_.insert(sets_.end(), std::vector<int>(d.late.begin(), d.late.end()));
   }
   return Choice{Algorithm::stragglar_k, -1, *known};
+}
+
+void ArrivalChoice::note_window(std::span<const int> late, double previous_delay_s) {
+  const auto n = static_cast<std::size_t>(n_);
+  if (window_fill_ > 0) delay_s_[static_cast<std::size_t>((window_pos_ + kWindow - 1) % kWindow)] = previous_delay_s;
+  delay_s_[static_cast<std::size_t>(window_pos_)] = 0;
+  std::uint8_t* row = window_.data() + static_cast<std::size_t>(window_pos_) * n;
+  for (std::size_t r = 0; r < n; ++r) late_count_[r] -= row[r];
+  std::fill(row, row + n, std::uint8_t{0});
+  for (int r : late) {
+    row[static_cast<std::size_t>(r)] = 1;
+    ++late_count_[static_cast<std::size_t>(r)];
+  }
+  window_pos_ = (window_pos_ + 1) % kWindow;
+  window_fill_ = std::min(window_fill_ + 1, kWindow);
+  window_set_.clear();
+  for (std::size_t r = 0; r < n; ++r) {
+    scores_[r] = static_cast<double>(late_count_[r]) / window_fill_;
+    if (2 * late_count_[r] > window_fill_) window_set_.push_back(static_cast<int>(r));
+  }
+  window_late_rank_ = window_set_.size() == 1 ? window_set_.front() : -1;
+  if (window_set_.size() == 1) window_set_.clear();
+}
+
+double ArrivalChoice::window_delay_s() const {
+  std::vector<double> measured;
+  for (double d : delay_s_)
+    if (d > 0) measured.push_back(d);
+  if (measured.empty()) return 0;
+  const auto mid = measured.begin() + static_cast<std::ptrdiff_t>(measured.size() / 2);
+  std::nth_element(measured.begin(), mid, measured.end());
+  return *mid;
 }
 
 }  // namespace stragglar::detail

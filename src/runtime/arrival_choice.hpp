@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "runtime/arrival_tickets.hpp"
@@ -34,10 +35,24 @@ class ArrivalChoice {
   std::int64_t late_calls() const noexcept { return late_calls_; }  // of them, run without a late rank or set
   int expected_late() const noexcept { return expected_late_; }
 
+  // What the last kWindow ticketed calls saw, the same on every rank (every rank reads the same
+  // decisions): the report's view when the tickets, not the policy, handled the late ranks.
+  // Per rank, the fraction of those calls that went on without it, in [0, 1].
+  const std::vector<double>& late_scores() const noexcept { return scores_; }
+  // The rank that was the one late rank in more than half of them, −1: none.
+  int window_late_rank() const noexcept { return window_late_rank_; }
+  // The ranks each late in more than half of them, when two or more; empty: none.
+  const std::vector<int>& window_late_set() const noexcept { return window_set_; }
+  // The median delay of the late ranks over the window's calls that went on without them (each
+  // measured at the next call, when their arrival is known), seconds; 0: none measured yet.
+  double window_delay_s() const;
+
   // Late sets of two or more ranks kept (each a plan); a set beyond them waits for its ranks.
   static constexpr std::size_t kMaxSets = 16;
   // Recent calls over which a rank late in most of them is not waited for.
   static constexpr int kRecent = 5;
+  // Ticketed calls the report's view covers.
+  static constexpr int kWindow = 16;
 
  private:
   int n_;
@@ -47,6 +62,14 @@ class ArrivalChoice {
   int recent_pos_ = 0;
   int expected_late_ = -1;
   std::int64_t calls_ = 0, late_calls_ = 0;
+  // The report's window (sized at construction: a call allocates nothing for it).
+  void note_window(std::span<const int> late, double previous_delay_s);
+  std::vector<std::uint8_t> window_;  // kWindow rows of n: 1 where the rank was late
+  std::vector<int> late_count_;       // per rank, over the window's rows
+  std::vector<double> delay_s_;       // per row: its late ranks' delay, 0 until measured
+  std::vector<double> scores_;
+  std::vector<int> window_set_;
+  int window_pos_ = 0, window_fill_ = 0, window_late_rank_ = -1;
 };
 
 }  // namespace stragglar::detail

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <string>
 
@@ -27,11 +28,11 @@ int proposer_of(std::uint64_t word) { return static_cast<int>(word & ((1u << kPr
 
 std::size_t mask_words_for(int nranks) { return (static_cast<std::size_t>(nranks) + 63) / 64; }
 
-// Header: tickets, two decision words; per rank: entered, arrival_ns; then two slots of one late
+// Header: tickets, two decision words; per rank: entered, arrival_ns of two calls; then two slots of one late
 // bitset per proposer.
 std::size_t word_count(int nranks) {
   const auto n = static_cast<std::size_t>(nranks);
-  return 3 + 2 * n + 2 * n * mask_words_for(nranks);
+  return 3 + 3 * n + 2 * n * mask_words_for(nranks);
 }
 
 }  // namespace
@@ -63,7 +64,7 @@ ArrivalTickets::ArrivalTickets(void* block, int nranks, int rank, ArrivalClock c
 
 ArrivalTickets::Word* ArrivalTickets::proposal(std::int64_t call, int proposer) const noexcept {
   const std::size_t slot = static_cast<std::size_t>(call & 1);
-  return words_ + 3 + 2 * static_cast<std::size_t>(n_) +
+  return words_ + 3 + 3 * static_cast<std::size_t>(n_) +
          (slot * static_cast<std::size_t>(n_) + static_cast<std::size_t>(proposer)) * mask_words_;
 }
 
@@ -90,7 +91,7 @@ bool ArrivalTickets::try_decide(std::int64_t call, std::span<const double> grace
   const auto mark = static_cast<std::uint64_t>(call + 1);
   for (int r = 0; r < n_; ++r) {
     if (entered(r).load(std::memory_order_acquire) != mark) missing_.push_back(r);
-    else latest_ns = std::max(latest_ns, static_cast<std::int64_t>(arrival_ns(r).load(std::memory_order_relaxed)));
+    else latest_ns = std::max(latest_ns, static_cast<std::int64_t>(arrival_ns(r, call).load(std::memory_order_relaxed)));
   }
   if (missing_.size() != k) return false;  // a rank is between `entered` and its ticket
   const double grace = told && missing_[0] == expected_late ? 0.0 : k <= grace_s.size() ? grace_s[k - 1] : INFINITY;
@@ -104,9 +105,23 @@ bool ArrivalTickets::try_decide(std::int64_t call, std::span<const double> grace
                                                 std::memory_order_acquire);
 }
 
-ArrivalDecision ArrivalTickets::read(std::int64_t call, std::uint64_t word, int ticket) {
+// late_ still holds the previous call's late ranks, the same on every rank. Every rank entered
+// that call (this one left it), and none has entered the next of this parity yet.
+double ArrivalTickets::previous_delay_s(std::int64_t call) const noexcept {
+  if (call == 0 || last_call_ != call - 1 || late_.empty()) return 0;
+  std::int64_t others = 0, first_late = INT64_MAX;
+  for (int r = 0; r < n_; ++r) {
+    const auto at = static_cast<std::int64_t>(arrival_ns(r, call - 1).load(std::memory_order_relaxed));
+    if (std::binary_search(late_.begin(), late_.end(), r)) first_late = std::min(first_late, at);
+    else others = std::max(others, at);
+  }
+  return static_cast<double>(std::max<std::int64_t>(0, first_late - others)) * 1e-9;
+}
+
+ArrivalDecision ArrivalTickets::read(std::int64_t call, std::uint64_t word, int ticket, double previous_delay_s) {
   ArrivalDecision d;
   d.ticket = ticket;
+  d.previous_delay_s = previous_delay_s;
   late_.clear();
   if (kind_of(word) == kLateSet) {
     const Word* mask = proposal(call, proposer_of(word));
@@ -124,7 +139,9 @@ ArrivalDecision ArrivalTickets::arrive(std::int64_t call, std::span<const double
   if (call < 0 || call >= (std::int64_t{1} << (64 - kCallShift)) - 1)
     throw Error(ErrorCode::InvalidUsage, "arrival tickets: call " + std::to_string(call) + " is out of range");
   const std::int64_t now = clock_();
-  arrival_ns(rank_).store(static_cast<std::uint64_t>(now), std::memory_order_relaxed);
+  arrival_ns(rank_, call).store(static_cast<std::uint64_t>(now), std::memory_order_relaxed);
+  const double previous = previous_delay_s(call);
+  last_call_ = call;
   entered(rank_).store(static_cast<std::uint64_t>(call + 1), std::memory_order_release);
   const auto base = static_cast<std::uint64_t>(call) * static_cast<std::uint64_t>(n_);
   const int ticket = static_cast<int>(tickets().fetch_add(1, std::memory_order_acq_rel) - base);
@@ -134,13 +151,13 @@ ArrivalDecision ArrivalTickets::arrive(std::int64_t call, std::span<const double
   if (ticket == n_ - 1 && call_of(word) != mark) {
     const std::uint64_t mine = word_of(call, true, rank_);
     if (decision(call).compare_exchange_strong(word, mine, std::memory_order_acq_rel, std::memory_order_acquire))
-      return read(call, mine, ticket);
+      return read(call, mine, ticket, previous);
   }
   const std::uint64_t empty = call_of(word) == mark ? 0 : word;  // the slot's word from call − 2
   const std::int64_t deadline = now + static_cast<std::int64_t>(std::min(timeout_s, 1e9) * 1e9);
   for (;;) {
     word = decision(call).load(std::memory_order_acquire);
-    if (call_of(word) == mark) return read(call, word, ticket);
+    if (call_of(word) == mark) return read(call, word, ticket, previous);
     if (try_decide(call, grace_s, expected_late, empty)) continue;  // read back the word just written
     if (clock_() > deadline) {
       std::string who;

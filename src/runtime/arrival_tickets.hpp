@@ -37,6 +37,10 @@ struct ArrivalDecision {
   // This rank's place in the call's arrival order (0: first); a rank of `late` arrived after
   // every rank not in it.
   int ticket = 0;
+  // The previous call's late ranks (this rank's previous decision): how long after the latest of
+  // the others the first of them arrived, in seconds; 0 when that call had none or there is no
+  // previous call. The same on every rank: every rank reads the same arrivals.
+  double previous_delay_s = 0;
 };
 
 // Nanoseconds on a clock every rank of the block reads (CLOCK_MONOTONIC on one host).
@@ -73,12 +77,15 @@ class ArrivalTickets {
 
   Word& tickets() const noexcept { return words_[0]; }
   Word& decision(std::int64_t call) const noexcept { return words_[1 + (call & 1)]; }
-  Word& entered(int r) const noexcept { return words_[3 + 2 * r]; }      // last call entered + 1
-  Word& arrival_ns(int r) const noexcept { return words_[4 + 2 * r]; }  // its entry on the clock
+  Word& entered(int r) const noexcept { return words_[3 + 3 * r]; }  // last call entered + 1
+  // Its entry into `call` on the clock, one slot per call parity: call c − 1's stays readable
+  // while any rank is in call c (no rank reaches c + 1 before every rank entered c).
+  Word& arrival_ns(int r, std::int64_t call) const noexcept { return words_[4 + 3 * r + (call & 1)]; }
   Word* proposal(std::int64_t call, int proposer) const noexcept;       // bitset of late ranks
 
   bool try_decide(std::int64_t call, std::span<const double> grace_s, int expected_late, std::uint64_t empty);
-  ArrivalDecision read(std::int64_t call, std::uint64_t word, int ticket);
+  ArrivalDecision read(std::int64_t call, std::uint64_t word, int ticket, double previous_delay_s);
+  double previous_delay_s(std::int64_t call) const noexcept;
   std::uint64_t word_of(std::int64_t call, bool all_in_time, int proposer) const noexcept;
 
   Word* words_;
@@ -86,6 +93,7 @@ class ArrivalTickets {
   std::size_t mask_words_;
   ArrivalClock clock_;
   std::int64_t next_call_ = 0;
+  std::int64_t last_call_ = -1;  // the call of late_ (previous_delay_s reads only the one before)
   std::vector<int> late_;     // the decision's late ranks
   std::vector<int> missing_;  // scratch of try_decide
 };

@@ -203,13 +203,20 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s, ArrivalTickets* ticket
   if (in_flight_ && timer.exchange_ends_at_next_call()) finish_exchange(host, timeout_s);
   const bool first_call = policy_.calls_begun() == 0;
   // The configuration's first call follows the agreement (nobody late) and measures native:
-  // tickets from the next call on.
-  if (tickets && !first_call) {
-    if (!arrivals_) {
-      PredictionCache model(options_, nranks_, count_ * size_of(dtype_));
-      arrivals_.emplace(nranks_, [&model](const Choice& c, double d) { return model(c, d); },
-                        policy_.config().candidates);
+  // tickets from the next call on. Their graces (simulations) and the report's window are made
+  // in the first call, with the configuration's other memory: later calls allocate nothing.
+  if (tickets && first_call && !arrivals_) {
+    PredictionCache model(options_, nranks_, count_ * size_of(dtype_));
+    arrivals_.emplace(nranks_, [&model](const Choice& c, double d) { return model(c, d); }, policy_.config().candidates);
+    if (config_.debug_info && rank_ == 0) {
+      std::string graces;
+      for (std::size_t k = 0; k < arrivals_->grace_s().size(); ++k)
+        graces += (k ? ", " : "") + std::to_string(k + 1) + " late: " + std::to_string(arrivals_->grace_s()[k] * 1e3) + " ms";
+      std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): arrival tickets wait %s\n", api_, nranks_,
+                   count_, to_string(dtype_), graces.empty() ? "for every rank" : graces.c_str());
     }
+  }
+  if (tickets && !first_call && arrivals_) {
     if (const std::optional<Choice> late = arrivals_->arrive(*tickets, timeout_s)) {
       host.run(*late, plan_for(host, *late));
       return *late;
@@ -289,6 +296,18 @@ StragglerReport AutoRunner::report(int nranks) const {
     r.calls += arrivals_->late_calls();  // run without the policy
     r.arrival_calls = arrivals_->calls();
     r.arrival_late_calls = arrivals_->late_calls();
+    // Where the tickets went on without the same rank (or set) in most recent calls, the policy
+    // never saw that rank late: the report says what the tickets saw and what those calls ran.
+    const int late = arrivals_->window_late_rank();
+    const std::vector<int>& set = arrivals_->window_late_set();
+    if (late >= 0 || !set.empty()) {
+      r.late_rank = late;
+      r.late_set = set;
+      r.scores = arrivals_->late_scores();
+      r.delay_s = arrivals_->window_delay_s();
+      r.algorithm = late >= 0 ? Algorithm::stragglar : Algorithm::stragglar_k;
+      r.straggler = late;
+    }
   }
   return r;
 }

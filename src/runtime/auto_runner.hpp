@@ -69,7 +69,7 @@ class AutoRunner {
   // policy; a call every rank reached in time runs the policy's choice. Every rank passes tickets
   // or none.
   Choice call(AutoHost& host, double timeout_s, ArrivalTickets* tickets = nullptr);
-  // Arrival tickets' part (null before the first call that took a ticket).
+  // Arrival tickets' part (null without tickets; made at the configuration's first call).
   const ArrivalChoice* arrivals() const noexcept { return arrivals_ ? &*arrivals_ : nullptr; }
   const StragglerPolicy& policy() const noexcept { return policy_; }
   // Whether the engine's native is one of the candidates (what to reserve for it).
@@ -101,7 +101,7 @@ class AutoRunner {
   int untaken_ = 0;        // calls timed whose time is not recorded yet (GPU: the lag)
   bool in_flight_ = false; // an exchange begun and not yet decided
   int in_flight_age_ = 0;  // calls since it began
-  std::optional<ArrivalChoice> arrivals_;  // made at the first call that takes a ticket
+  std::optional<ArrivalChoice> arrivals_;  // made at the configuration's first call, with tickets
 };
 
 }  // namespace stragglar::detail

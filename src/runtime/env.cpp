@@ -138,7 +138,7 @@ std::vector<ConfigVariable> make_table() {
        "0: skip the exact verification of schedules entering the plan cache.",
        [](std::string_view v, C& c) { return zero_or_one(v, c.verify); },
        [](const C& c) { return std::string(c.verify ? "1" : "0"); }},
-      {"STRAGGLAR_ARRIVAL_TICKETS", "core", "off, auto or on", "off",
+      {"STRAGGLAR_ARRIVAL_TICKETS", "core", "off, auto or on", "auto",
        "algorithm = auto: find each call's late ranks by the order the ranks arrive in, where every rank shares one "
        "host's memory (docs/arrival-tickets.md). auto: where the ranks can; on: an error where they cannot. Any case.",
        [](std::string_view v, C& c) {

@@ -39,7 +39,7 @@ struct RuntimeConfig {
   bool cost_from_env = false;  // any of the three cost-model variables was set
   std::size_t max_message_bytes = std::size_t{1} << 30;
   int auto_period = 5;
-  ArrivalTicketsMode arrival_tickets = ArrivalTicketsMode::off;  // STRAGGLAR_ARRIVAL_TICKETS
+  ArrivalTicketsMode arrival_tickets = ArrivalTicketsMode::automatic;  // STRAGGLAR_ARRIVAL_TICKETS
   std::string trace_path;  // STRAGGLAR_TRACE: where each rank writes its trace; "" = off (call_trace.hpp)
   // Defaults for the options (std::nullopt: not set).
   std::optional<Algorithm> algorithm;

@@ -80,6 +80,8 @@ py::dict report_dict(const GroupReport& r) {
   automatic["calls"] = a.calls;
   automatic["decisions"] = a.decisions;
   automatic["exposed_time_exact"] = a.exposed_time_exact;  // measured on one clock (docs/auto.md)
+  automatic["arrival_calls"] = a.arrival_calls;  // calls that took an arrival ticket (docs/arrival-tickets.md)
+  automatic["arrival_late_calls"] = a.arrival_late_calls;  // of them, run without their late ranks
   d["auto"] = automatic;
   return d;
 }

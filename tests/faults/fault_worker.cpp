@@ -6,6 +6,9 @@
 //
 //   ARGS: --algo NAME --count N --calls C --timeout S --out DIR
 //         --fault none|kill|stop|delay|args|exit --victim R --fault-call K --fault-at F
+//         [--others-late S]  in call K every rank but R enters S seconds late, and a kill or stop
+//                         lands F x S after R entered: R dies or stops while it waits inside the
+//                         call (auto on one host: holding its arrival ticket)
 //         [--recover 1]   afterwards every live rank re-creates the communicator and runs one
 //                         more call (restart; a killed UCX rank is relaunched by the harness with
 //                         STRAGGLAR_FAULT_RELAUNCHED=1 and joins there)
@@ -60,7 +63,7 @@ struct Args {
   std::size_t count = 1024;
   int calls = 4, victim = -1, fault_call = 0;
   bool recover = false;
-  double timeout_s = 3, fault_at = 0.5;
+  double timeout_s = 3, fault_at = 0.5, others_late_s = 0;
 };
 
 Args parse(int argc, char** argv) {
@@ -79,6 +82,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--fault-call") a.fault_call = std::stoi(v);
     else if (k == "--fault-at") a.fault_at = std::stod(v);
     else if (k == "--recover") a.recover = v == "1";
+    else if (k == "--others-late") a.others_late_s = std::stod(v);
     else throw Error(ErrorCode::InvalidUsage, "fault_worker: unknown flag '" + k + "'");
   }
   return a;
@@ -230,9 +234,12 @@ int run(const Args& a, Comm& comm, Log& log) {
       }
       if (a.fault == "delay") std::this_thread::sleep_for(std::chrono::duration<double>(1.5 * a.timeout_s));
       if (a.fault == "args") count = a.count + 1;
-      if (a.fault == "kill") signal_self_after(SIGKILL, a.fault_at * previous_s);
-      if (a.fault == "stop") signal_self_after(SIGSTOP, a.fault_at * previous_s);
+      const double within_s = a.others_late_s > 0 ? a.others_late_s : previous_s;
+      if (a.fault == "kill") signal_self_after(SIGKILL, a.fault_at * within_s);
+      if (a.fault == "stop") signal_self_after(SIGSTOP, a.fault_at * within_s);
     }
+    if (!victim && call == a.fault_call && a.others_late_s > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(a.others_late_s));
     for (std::size_t i = 0; i < count; ++i) input[i] = buf[i] = input_value(rank, i, call);
     for (std::size_t i = 0; i < a.count; ++i) {
       float s = 0;

@@ -89,7 +89,8 @@ def worker_args(t, out):
     return ["--algo", t["algo"], "--count", str(t["count"]), "--calls", str(t["calls"]),
             "--timeout", str(t["timeout"]), "--out", out, "--fault", t["fault"],
             "--victim", str(t["victim"]), "--fault-call", str(t["fault_call"]),
-            "--fault-at", str(t["fault_at"])] + (["--recover", "1"] if t.get("recover") else [])
+            "--fault-at", str(t["fault_at"])] + (["--recover", "1"] if t.get("recover") else []) + \
+        (["--others-late", str(t["others_late"])] if t.get("others_late") else [])
 
 
 def read_log(path):

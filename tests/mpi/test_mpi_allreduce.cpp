@@ -14,6 +14,9 @@
 //                                    the same choice on every rank, exact results, R reported late
 //   test_mpi_allreduce auto_moving   auto with arrival tickets, a random rank late by 30 ms before each
 //                                    of 30 calls: same choices, exact, every call after the first ticketed
+//   test_mpi_allreduce auto_moving_hosts  (under run_two_hostnames.sh: the ranks' host names say two
+//                                    hosts) as auto_moving, with arrival tickets left off by auto:
+//                                    same choices, exact, no call ticketed, two hosts reported
 //   test_mpi_allreduce auto_late_set auto, ranks n-2 and n-1 late together by 30 ms before each of 30
 //                                    calls: the same choice (set included) on every rank,
 //                                    exact, the set learned and reported, stragglar-k told it run
@@ -648,7 +651,7 @@ int auto_late(int late, int calls, int delay_ms) {
 // and arrival tickets on (STRAGGLAR_ARRIVAL_TICKETS=on, docs/arrival-tickets.md): every rank
 // runs the same choice at every call, the results stay exact (so identical on every rank), and
 // every call after the configuration's first took a ticket.
-int auto_moving(int calls, int delay_ms) {
+int auto_moving(int calls, int delay_ms, bool one_host = true) {
   const std::size_t count = (1 << 16) + 3;  // chunks of unequal sizes
   std::vector<float> buf(count);
   Options o = options_for("auto");
@@ -670,9 +673,13 @@ int auto_moving(int calls, int delay_ms) {
   }
   expect_same_choices_on_every_rank(ran, "auto with arrival tickets");
   const StragglerReport rep = straggler_report(MPI_COMM_WORLD);
-  if (!rep.active || rep.calls != calls || rep.arrival_calls != calls - 1)
+  const int ticketed = one_host ? calls - 1 : 0;  // across hosts auto leaves them off
+  if (!rep.active || rep.calls != calls || rep.arrival_calls != ticketed)
     fail("auto report: calls " + std::to_string(rep.calls) + ", arrival-ticket calls " + std::to_string(rep.arrival_calls) +
-         " (expected " + std::to_string(calls - 1) + ")");
+         " (expected " + std::to_string(ticketed) + ")");
+  if (!one_host && rep.ranks_per_host != g_n / 2)
+    fail("auto report: " + std::to_string(rep.ranks_per_host) + " ranks per host, expected two hosts of " +
+         std::to_string(g_n / 2));
   if (g_rank == 0)
     std::printf("auto with arrival tickets: %lld of %d calls went on without their late rank\n",
                 static_cast<long long>(rep.arrival_late_calls), calls);
@@ -903,6 +910,8 @@ int main(int argc, char** argv) {
     auto_late(argc > 2 ? std::atoi(argv[2]) : g_n / 2, 30, 30);
   } else if (mode == "auto_moving") {
     auto_moving(30, 30);
+  } else if (mode == "auto_moving_hosts") {
+    auto_moving(12, 30, /*one_host=*/false);
   } else if (mode == "auto_late_set") {
     if (g_n >= 4) auto_late_set(30, 30);
     else if (g_rank == 0) std::printf("auto_late_set needs 4+ ranks: skipped\n");
@@ -922,7 +931,7 @@ int main(int argc, char** argv) {
     const int victim = argc > 2 ? std::atoi(argv[2]) : g_n - 1;
     stop_peer(victim, argc > 3 ? argv[3] : "", mode == "kill", mode == "stop_auto");
   } else {
-    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, auto_moving, auto_late_set, cluster, late_set, late, tiny_timeout, mismatch_known, bad_env, stop, stop_auto, kill\n", mode.c_str());
+    if (g_rank == 0) std::fprintf(stderr, "unknown mode '%s': expected correctness, large, errors, auto_late, auto_moving, auto_moving_hosts, auto_late_set, cluster, late_set, late, tiny_timeout, mismatch_known, bad_env, stop, stop_auto, kill\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   long totals[2] = {g_failures, g_checked}, sums[2];

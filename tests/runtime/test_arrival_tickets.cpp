@@ -33,8 +33,11 @@ struct Recorded {
   std::vector<int> late;
   bool i_am_late = false;
   int ticket = -1;
+  double previous_delay_s = -1;
 };
-Recorded record(const ArrivalDecision& d) { return {d.all_in_time, {d.late.begin(), d.late.end()}, d.i_am_late, d.ticket}; }
+Recorded record(const ArrivalDecision& d) {
+  return {d.all_in_time, {d.late.begin(), d.late.end()}, d.i_am_late, d.ticket, d.previous_delay_s};
+}
 
 TEST(ArrivalTickets, RejectsBadArgumentsNamingTheValue) {
   try {
@@ -106,6 +109,23 @@ class ManualClockCall {
   std::int64_t base_ = 1'000'000'000;
   std::vector<ArrivalTickets> ranks_;
 };
+
+TEST(ArrivalTickets, EveryRankReadsThePreviousLateRanksDelayAtTheNextCall) {
+  // What the report's delay comes from: the late rank's arrival after the latest of the others,
+  // known once it arrived, read by every rank when it enters the next call.
+  constexpr int n = 4;
+  ManualClockCall job(n);
+  for (const Recorded& d : job.run(0, 0.010, 30'000'000, /*wait_for_early_decision=*/true)) {
+    EXPECT_FALSE(d.all_in_time);
+    EXPECT_EQ(d.previous_delay_s, 0.0);  // no previous call
+  }
+  for (const Recorded& d : job.run(1, 0.010, 1'000, false)) {
+    EXPECT_TRUE(d.all_in_time);
+    EXPECT_NEAR(d.previous_delay_s, 0.030, 1e-12);
+  }
+  for (const Recorded& d : job.run(2, 0.010, 1'000, false))
+    EXPECT_EQ(d.previous_delay_s, 0.0);  // the previous call had no late rank
+}
 
 TEST(ArrivalTickets, TheLastRankBeforeAtAndAfterTheGrace) {
   constexpr int n = 5;
@@ -277,10 +297,18 @@ TEST(ArrivalChoice, ARankLateCallAfterCallIsFollowedAndNotWaitedFor) {
   ArrivalChoice a0(2, shaped_model(), all), a1(2, shaped_model(), all);
   for (int call = 0; call < 8; ++call) {
     std::optional<Choice> c0;
-    std::thread early([&] { c0 = a0.arrive(t0, 5.0); });
-    if (a0.expected_late() != 1) {
+    const bool waits = a0.expected_late() != 1;  // read before rank 0's call updates it
+    std::atomic<bool> decided{false};
+    std::thread early([&] {
+      c0 = a0.arrive(t0, 5.0);
+      decided = true;
+    });
+    // Past the grace (59 ms) in steps of 0.1 s until rank 0 decides: on a loaded host its thread
+    // may enter after the first step, and one step moved before its entry would leave it waiting
+    // on a clock that no longer moves.
+    while (waits && !decided) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      now += 1'000'000'000;  // past any grace
+      now += 100'000'000;
     }
     early.join();  // rank 0 decided without rank 1
     const std::optional<Choice> c1 = a1.arrive(t1, 5.0);

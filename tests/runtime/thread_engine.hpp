@@ -124,6 +124,9 @@ class ThreadEngine final : public detail::HostEngine<CountingCpuDevice> {
   // Engine::auto_starts_with_native (the NCCL engine's true), for the plumbing's test.
   bool starts_with_native = false;
   bool auto_starts_with_native() const override { return starts_with_native; }
+  // A lagged timer or native first stands for the NCCL engine, whose calls arrive on a GPU
+  // stream: no arrival tickets there (Engine::arrivals_on_host), as on the engine it stands for.
+  bool arrivals_on_host() const override { return timer_lag == 0 && !starts_with_native; }
   std::unique_ptr<detail::CallTimer> make_timer() override {
     return std::make_unique<detail::HostCallTimer>(*this, timer_lag);
   }

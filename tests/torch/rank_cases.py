@@ -473,7 +473,10 @@ def auto_report(rank, nranks, calls=15, late=2, delay_s=0.1):
         check_equal(t, reference(nranks, 50_000, "sum", torch.float32, salt=i), f"auto call {i}")
     report = st.straggler_report(group)
     a = report["auto"]
-    assert a["active"] and a["calls"] == calls and a["decisions"] >= 1, report
+    # Decided by the policy's exchanges, or call by call by arrival tickets (every rank on this
+    # host: docs/arrival-tickets.md), which then name the late rank in the report.
+    assert a["active"] and a["calls"] == calls, report
+    assert a["decisions"] >= 1 or a["arrival_late_calls"] >= 1, report
     assert len(a["scores"]) == nranks, report
     assert a["late_rank"] == late, report
     if os.path.exists("/proc/sys/kernel/random/boot_id"):  # the clock id (docs/auto.md)

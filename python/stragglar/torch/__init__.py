@@ -125,13 +125,15 @@ def straggler_report(group=None, device: str = "cpu") -> dict:
         {"device": "cpu", "ran": True, "algorithm": "stragglar", "straggler": 7,
          "auto": {"active": False, "algorithm": None, "straggler": -1, "late_rank": -1,
                   "late_set": [], "delay_s": 0.0, "scores": [0.0, ...], "calls": 0, "decisions": 0,
-                  "exposed_time_exact": False}}
+                  "exposed_time_exact": False, "arrival_calls": 0, "arrival_late_calls": 0}}
 
     "algorithm"/"straggler": the choice of the most recent call. "auto": active once an auto
     call ran; then the decided choice, the rank late in most calls of the last window, its
     median delay, and per rank a score in [0, 1] (1: the latest); "exposed_time_exact": whether it
     measures each call's exposed time on one clock (every rank on one machine, the CPU engine)
-    rather than estimating it from in-call times (docs/auto.md). Waits for a call in flight."""
+    rather than estimating it from in-call times (docs/auto.md); "arrival_calls": the calls that
+    took an arrival ticket (every rank on one host: docs/arrival-tickets.md), "arrival_late_calls"
+    those of them that went on without their late ranks. Waits for a call in flight."""
     return _C._report(_backend(group, device), cuda=torch.device(device).type == "cuda")
 
 
