@@ -1,4 +1,4 @@
-"""The figures of docs/benchmarks.md, drawn only from the JSON the project's tools write (issue #13).
+"""The figures of docs/benchmarks.md, drawn only from the JSON the project's tools write.
 
     python3 -m stragglar.figures scaling --cli ./build/stragglar -o scaling.png [--data scaling.json]
     python3 -m stragglar.figures delay-sweep --cli ./build/stragglar BENCH.json... -o delay-sweep.png

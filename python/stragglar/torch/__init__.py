@@ -92,7 +92,7 @@ def _create_backend(dist_opts, pg_options):
     store, rank, size = dist_opts.store, dist_opts.group_rank, dist_opts.group_size
     # Each instance of this group gets keys of its own: torchrun keeps its store across
     # --max-restarts, where a restarted job would otherwise read the dead workers' UCX addresses
-    # and Gloo keys (issue #22). Every rank makes the group, so each instance adds `size`.
+    # and Gloo keys. Every rank makes the group, so each instance adds `size`.
     instance = (store.add("stragglar/instances", 1) - 1) // size
     store = dist.PrefixStore(f"stragglar/{instance}/", store)
     return _C._create_backend(store, rank, size, dist_opts.timeout, options,
