@@ -212,8 +212,8 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s, ArrivalTickets* ticket
       std::string graces;
       for (std::size_t k = 0; k < arrivals_->grace_s().size(); ++k)
         graces += (k ? ", " : "") + std::to_string(k + 1) + " late: " + std::to_string(arrivals_->grace_s()[k] * 1e3) + " ms";
-      std::fprintf(stderr, "stragglar INFO: %s n=%d auto (count=%zu %s): arrival tickets wait %s\n", api_, nranks_,
-                   count_, to_string(dtype_), graces.empty() ? "for every rank" : graces.c_str());
+      log_info("%s n=%d auto (count=%zu %s): arrival tickets wait %s", api_, nranks_, count_, to_string(dtype_),
+               graces.empty() ? "for every rank" : graces.c_str());
     }
   }
   if (tickets && !first_call && arrivals_) {
