@@ -15,10 +15,8 @@
 #include <mpi.h>
 #include <nccl.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -184,18 +182,11 @@ class NcclBackend final : public bench::RoundBackend {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
   const char* const tool = "bench_nccl_rounds";
   bench::RoundBenchOptions o;
-  std::ostream null_stream(nullptr);
-  if (const auto code = bench::parse_round_bench_flags(argc, argv, world, tool, "ncclAllReduce", o,
-                                                       rank == 0 ? std::cout : null_stream,
-                                                       rank == 0 ? std::cerr : null_stream)) {
-    MPI_Finalize();
-    return *code;
-  }
+  if (const auto code = bench::parse_round_bench_job(argc, argv, tool, "ncclAllReduce", o)) return *code;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
   // Without a GPU nothing is measured, and the exit says so (77), never 0; any other CUDA error fails.
   const gpu_test::CudaPresence gpu = gpu_test::cuda_presence();
@@ -223,25 +214,16 @@ int main(int argc, char** argv) {
     setenv("NCCL_SHM_DISABLE", "1", 0);
     setenv("NCCL_SOCKET_IFNAME", "lo", 0);
   }
-  int rc = 0;
-  try {
-    const auto start = std::chrono::steady_clock::now();
-    const int device = local_rank % gpu.devices;
+  const int device = local_rank % gpu.devices;
+  const int rc = bench::run_round_bench_job(o, tool, [&]() -> std::unique_ptr<bench::RoundBackend> {
     STRAGGLAR_CUDA_CHECK(cudaSetDevice(device));
-    NcclBackend backend(rank, device,
-                        shared ? "NCCL over loopback sockets, " + std::to_string(local_size) + " ranks sharing " +
-                                     std::to_string(gpu.devices) + " GPU(s)"
-                               : "NCCL (default transports)",
-                        o.call_timeout_s);
-    const RoundCostTable table = bench::run_round_bench(o, backend, tool, bench::print_round_row);
-    if (rank == 0)
-      rc = bench::report_round_bench(
-          o, table, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "[rank %d] %s: %s\n", rank, tool, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+    return std::make_unique<NcclBackend>(
+        rank, device,
+        shared ? "NCCL over loopback sockets, " + std::to_string(local_size) + " ranks sharing " +
+                     std::to_string(gpu.devices) + " GPU(s)"
+               : "NCCL (default transports)",
+        o.call_timeout_s);
+  });
   MPI_Comm_free(&local);
   MPI_Finalize();
   return rc;

@@ -7,10 +7,8 @@
 //   mpirun -np 4 ./bench_mpi_rounds [--nranks 2-4] [--sizes 1K,64K] [--algo stragglar,ring,native] [--json F]
 #include <mpi.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -123,31 +121,10 @@ class MpiBackend final : public bench::RoundBackend {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
   const char* const tool = "bench_mpi_rounds";
   bench::RoundBenchOptions o;
-  std::ostream null_stream(nullptr);
-  if (const auto code = bench::parse_round_bench_flags(argc, argv, world, tool, "MPI_Allreduce", o,
-                                                       rank == 0 ? std::cout : null_stream,
-                                                       rank == 0 ? std::cerr : null_stream)) {
-    MPI_Finalize();
-    return *code;
-  }
-  int rc = 0;
-  try {
-    const auto start = std::chrono::steady_clock::now();
-    MpiBackend backend(o.call_timeout_s);
-    const RoundCostTable table = bench::run_round_bench(o, backend, tool, bench::print_round_row);
-    if (rank == 0)
-      rc = bench::report_round_bench(
-          o, table, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "[rank %d] %s: %s\n", rank, tool, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  if (const auto code = bench::parse_round_bench_job(argc, argv, tool, "MPI_Allreduce", o)) return *code;
+  const int rc = bench::run_round_bench_job(o, tool, [&o] { return std::make_unique<MpiBackend>(o.call_timeout_s); });
   MPI_Finalize();
   return rc;
 }

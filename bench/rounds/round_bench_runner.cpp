@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iostream>
+#include <ostream>
 #include <map>
 #include <utility>
 #include <vector>
@@ -197,6 +199,37 @@ void print_round_row(const RoundCostRow& r) {
               r.host_min_s * 1e6, r.host_max_s * 1e6,
               r.gpu_s >= 0 ? std::to_string(r.gpu_s * 1e6).c_str() : "-", r.wrong);
   std::fflush(stdout);
+}
+
+std::optional<int> parse_round_bench_job(int argc, char** argv, const char* tool, const char* native_name,
+                                         RoundBenchOptions& o) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  std::ostream null_stream(nullptr);
+  const auto code = parse_round_bench_flags(argc, argv, world, tool, native_name, o, rank == 0 ? std::cout : null_stream,
+                                            rank == 0 ? std::cerr : null_stream);
+  if (code) MPI_Finalize();
+  return code;
+}
+
+int run_round_bench_job(const RoundBenchOptions& o, const char* tool,
+                        const std::function<std::unique_ptr<RoundBackend>()>& make_backend) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int rc = 0;
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    const std::unique_ptr<RoundBackend> backend = make_backend();
+    const RoundCostTable table = run_round_bench(o, *backend, tool, print_round_row);
+    if (rank == 0)
+      rc = report_round_bench(o, table, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[rank %d] %s: %s\n", rank, tool, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return rc;
 }
 
 }  // namespace stragglar::bench

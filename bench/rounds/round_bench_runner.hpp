@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "round_bench_options.hpp"
@@ -48,5 +50,15 @@ int report_round_bench(const RoundBenchOptions& o, const RoundCostTable& t, doub
 
 // One progress line per row.
 void print_round_row(const RoundCostRow& r);
+
+// A benchmark's main, after MPI_Init: the flags parsed (rank 0 prints help and errors). nullopt to
+// go on; else the exit code, MPI already finalized.
+std::optional<int> parse_round_bench_job(int argc, char** argv, const char* tool, const char* native_name,
+                                         RoundBenchOptions& o);
+
+// Then the run and its report with the backend `make_backend` gives: rank 0's exit code on every
+// rank; an error on any rank names it and aborts the job.
+int run_round_bench_job(const RoundBenchOptions& o, const char* tool,
+                        const std::function<std::unique_ptr<RoundBackend>()>& make_backend);
 
 }  // namespace stragglar::bench
