@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../../tests/gpu/cuda_presence.hpp"
+#include "../../tests/gpu/shared_gpu_env.hpp"
 #include "cuda_check.hpp"
 #include "cuda_device.hpp"
 #include "nccl_transport.hpp"
@@ -206,14 +207,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(local, &local_rank);
   MPI_Comm_size(local, &local_size);
   const bool shared = local_size > gpu.devices;
-  if (shared) {  // docs/gpu.md "Tests": one NCCL "host" per rank, sockets over loopback
-    const std::string host = "bench-nccl-rounds-host" + std::to_string(rank);
-    setenv("NCCL_HOSTID", host.c_str(), 1);
-    setenv("NCCL_NET", "Socket", 0);
-    setenv("NCCL_P2P_DISABLE", "1", 0);
-    setenv("NCCL_SHM_DISABLE", "1", 0);
-    setenv("NCCL_SOCKET_IFNAME", "lo", 0);
-  }
+  if (shared) gpu_test::share_gpu_over_loopback("bench-nccl-rounds-host" + std::to_string(rank));
   const int device = local_rank % gpu.devices;
   const int rc = bench::run_round_bench_job(o, tool, [&]() -> std::unique_ptr<bench::RoundBackend> {
     STRAGGLAR_CUDA_CHECK(cudaSetDevice(device));

@@ -66,6 +66,7 @@
 
 #include "cuda_check.hpp"
 #include "cuda_presence.hpp"
+#include "shared_gpu_env.hpp"
 #include "kernels.hpp"
 #include "nccl_front.hpp"
 #include "runtime/element.hpp"
@@ -837,14 +838,7 @@ void late_rank() {
 
 void shared_gpu_env(int local_size, int ngpus) {
   if (local_size <= ngpus) return;
-  // More ranks than GPUs here: make every rank look like its own host (NCCL refuses two
-  // ranks on one GPU; docs/gpu.md "Tests").
-  const std::string host = "stragglar-test-host" + std::to_string(g_rank);
-  setenv("NCCL_HOSTID", host.c_str(), 1);
-  setenv("NCCL_NET", "Socket", 0);
-  setenv("NCCL_P2P_DISABLE", "1", 0);
-  setenv("NCCL_SHM_DISABLE", "1", 0);
-  setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  gpu_test::share_gpu_over_loopback("stragglar-test-host" + std::to_string(g_rank));  // more ranks than GPUs
 }
 
 }  // namespace

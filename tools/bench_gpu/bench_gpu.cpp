@@ -19,6 +19,7 @@
 #include <string>
 
 #include "../../tests/gpu/cuda_presence.hpp"
+#include "../../tests/gpu/shared_gpu_env.hpp"
 #include "cuda_check.hpp"
 #include "bench_runner.hpp"
 #include "kernels.hpp"
@@ -158,14 +159,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(local, &local_rank);
   MPI_Comm_size(local, &local_size);
   const bool shared = local_size > gpu.devices;
-  if (shared) {  // docs/gpu.md "Tests": one NCCL "host" per rank, sockets over loopback
-    const std::string host = "stragglar-bench-host" + std::to_string(rank);
-    setenv("NCCL_HOSTID", host.c_str(), 1);
-    setenv("NCCL_NET", "Socket", 0);
-    setenv("NCCL_P2P_DISABLE", "1", 0);
-    setenv("NCCL_SHM_DISABLE", "1", 0);
-    setenv("NCCL_SOCKET_IFNAME", "lo", 0);
-  }
+  if (shared) gpu_test::share_gpu_over_loopback("stragglar-bench-host" + std::to_string(rank));
   const std::string transport = shared ? "NCCL over loopback sockets, " + std::to_string(gpu.devices) + " GPU shared"
                                        : "NCCL (default transports)";
   int rc = 0;
