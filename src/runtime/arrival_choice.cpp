@@ -91,7 +91,17 @@ void ArrivalChoice::note_window(std::span<const int> late, double previous_delay
     scores_[r] = static_cast<double>(late_count_[r]) / window_fill_;
     if (2 * late_count_[r] > window_fill_) window_set_.push_back(static_cast<int>(r));
   }
-  window_late_rank_ = window_set_.size() == 1 ? window_set_.front() : -1;
+  // The late rank: of those, the one late most often, when no other was late as often (a rank
+  // that finished the previous call last can be late beside a persistent straggler).
+  window_late_rank_ = -1;
+  int most = 0;
+  bool tie = false;
+  for (int r : window_set_) {
+    const int count = late_count_[static_cast<std::size_t>(r)];
+    tie = count == most || (tie && count < most);
+    if (count > most) most = count, window_late_rank_ = r;
+  }
+  if (tie) window_late_rank_ = -1;
   if (window_set_.size() == 1) window_set_.clear();
 }
 

@@ -39,9 +39,9 @@ class ArrivalChoice {
   // decisions): the report's view when the tickets, not the policy, handled the late ranks.
   // Per rank, the fraction of those calls that went on without it, in [0, 1].
   const std::vector<double>& late_scores() const noexcept { return scores_; }
-  // The rank that was the one late rank in more than half of them, −1: none.
+  // Of the ranks late in more than half of them, the one late in the most, −1: none or a tie.
   int window_late_rank() const noexcept { return window_late_rank_; }
-  // The ranks each late in more than half of them, when two or more; empty: none.
+  // The ranks each late in more than half of them, when two or more; empty: none (or one).
   const std::vector<int>& window_late_set() const noexcept { return window_set_; }
   // The median delay of the late ranks over the window's calls that went on without them (each
   // measured at the next call, when their arrival is known), seconds; 0: none measured yet.

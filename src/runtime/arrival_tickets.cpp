@@ -2,6 +2,7 @@
 #include "runtime/arrival_tickets.hpp"
 
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -35,6 +36,20 @@ std::size_t word_count(int nranks) {
   return 3 + 3 * n + 2 * n * mask_words_for(nranks);
 }
 
+// More ranks than CPUs: a waiter that only yields still takes its share of a CPU from the ranks it
+// waits for (a yield under CFS gives little away), which makes them later than the grace. Such a
+// waiter sleeps between looks once it has spun this many times, as MPI libraries do when
+// oversubscribed.
+constexpr int kSpinsBeforeSleeping = 256;
+constexpr long kOversubscribedSleepNs = 20'000;
+
+bool more_ranks_than_cpus(int nranks) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
+  return nranks > CPU_COUNT(&set);
+}
+
 }  // namespace
 
 std::int64_t steady_now_ns() noexcept {
@@ -50,7 +65,7 @@ std::size_t ArrivalTickets::bytes(int nranks) {
 
 ArrivalTickets::ArrivalTickets(void* block, int nranks, int rank, ArrivalClock clock)
     : words_(static_cast<Word*>(block)), n_(nranks), rank_(rank), mask_words_(mask_words_for(nranks)),
-      clock_(std::move(clock)) {
+      clock_(std::move(clock)), sleep_while_waiting_(more_ranks_than_cpus(nranks)) {
   (void)bytes(nranks);  // checks nranks
   if (rank < 0 || rank >= nranks)
     throw Error(ErrorCode::InvalidUsage, "arrival tickets: rank " + std::to_string(rank) + " is outside [0, " +
@@ -155,7 +170,7 @@ ArrivalDecision ArrivalTickets::arrive(std::int64_t call, std::span<const double
   }
   const std::uint64_t empty = call_of(word) == mark ? 0 : word;  // the slot's word from call − 2
   const std::int64_t deadline = now + static_cast<std::int64_t>(std::min(timeout_s, 1e9) * 1e9);
-  for (;;) {
+  for (int spins = 0;; ++spins) {
     word = decision(call).load(std::memory_order_acquire);
     if (call_of(word) == mark) return read(call, word, ticket, previous);
     if (try_decide(call, grace_s, expected_late, empty)) continue;  // read back the word just written
@@ -167,7 +182,12 @@ ArrivalDecision ArrivalTickets::arrive(std::int64_t call, std::span<const double
                                           ": no decision within " + std::to_string(timeout_s) + " s; ranks still missing: " +
                                           (who.empty() ? "none" : who));
     }
-    sched_yield();
+    if (sleep_while_waiting_ && spins >= kSpinsBeforeSleeping) {
+      const timespec nap{0, kOversubscribedSleepNs};
+      nanosleep(&nap, nullptr);
+    } else {
+      sched_yield();
+    }
   }
 }
 

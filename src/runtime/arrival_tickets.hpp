@@ -92,6 +92,7 @@ class ArrivalTickets {
   int n_, rank_;
   std::size_t mask_words_;
   ArrivalClock clock_;
+  bool sleep_while_waiting_;  // more ranks than this process's CPUs
   std::int64_t next_call_ = 0;
   std::int64_t last_call_ = -1;  // the call of late_ (previous_delay_s reads only the one before)
   std::vector<int> late_;     // the decision's late ranks

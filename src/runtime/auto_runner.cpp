@@ -305,8 +305,8 @@ StragglerReport AutoRunner::report(int nranks) const {
       r.late_set = set;
       r.scores = arrivals_->late_scores();
       r.delay_s = arrivals_->window_delay_s();
-      r.algorithm = late >= 0 ? Algorithm::stragglar : Algorithm::stragglar_k;
-      r.straggler = late;
+      r.algorithm = set.empty() ? Algorithm::stragglar : Algorithm::stragglar_k;
+      r.straggler = set.empty() ? late : -1;
     }
   }
   return r;
