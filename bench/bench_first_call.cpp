@@ -6,6 +6,8 @@
 //   auto    stragglar::allreduce with algorithm auto, after a small call has set the communicator
 //           up and an auto call of half the size has paid the process's one-offs: auto's first
 //           call of a new configuration, then its steady calls
+//   ring, rhd, stragglar, ...  any other algorithm name, as auto: a fixed algorithm's first
+//           call of a new configuration (what auto's first call would cost running it)
 // Every timed call follows a barrier; a call's time is the longest any rank spent in it. Prints
 // one line on rank 0: the first call and the median of the next --calls calls (auto: and the
 // two set-up calls' times). Run it several
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -43,15 +46,22 @@ int main(int argc, char** argv) {
     else if (a == "--calls" && i + 1 < argc) calls = std::atoi(argv[++i]);
     else if (a == "--out-of-place") in_place = false;
     else {
-      std::fprintf(stderr, "bench_first_call: unknown argument '%s', expected --mode plain|native|auto, --mib M, "
+      std::fprintf(stderr, "bench_first_call: unknown argument '%s', expected --mode plain|native|auto|<algorithm>, --mib M, "
                    "--calls N, --out-of-place\n", argv[i]);
       return 2;
     }
   }
-  if (mode != "plain" && mode != "native" && mode != "auto") {
-    std::fprintf(stderr, "bench_first_call: --mode '%s' is not valid, expected plain, native or auto\n", mode.c_str());
-    return 2;
+  stragglar::Options opts;
+  if (mode != "plain") {
+    try {
+      opts = stragglar::options_for(mode);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_first_call: --mode '%s' is not valid, expected plain or an algorithm name: %s\n",
+                   mode.c_str(), e.what());
+      return 2;
+    }
   }
+  const bool configuration_first = mode != "plain" && mode != "native";
   if (calls < 1 || mib <= 0) {
     std::fprintf(stderr, "bench_first_call: --calls %d / --mib %g, expected at least 1 call and a positive size\n",
                  calls, mib);
@@ -63,13 +73,11 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const auto count = static_cast<std::size_t>(mib * (1 << 20) / sizeof(float));
   std::vector<float> send(count, 1.0f), recv(count, 1.0f);
-  stragglar::Options opts;
-  opts.algorithm = mode == "auto" ? stragglar::Algorithm::automatic : stragglar::Algorithm::native;
   // auto: the communicator's set-up (one float, native), then the process's first auto
   // configuration (half the size: the one-offs of a process, such as the MPI tool interface),
   // each timed; then the measured configuration is a new one, as in a job with many sizes.
   double set_up_ms[2] = {0, 0};
-  if (mode == "auto") {
+  if (configuration_first) {
     stragglar::Options native;
     native.algorithm = stragglar::Algorithm::native;
     std::vector<float> half(count / 2, 1.0f);
@@ -107,8 +115,8 @@ int main(int argc, char** argv) {
     std::printf("bench_first_call mode=%s n=%d %g MiB float %s: first %.1f ms, steady %.1f ms (median of %d)",
                 mode.c_str(), n, mib, in_place ? "in place" : "out of place", times[0],
                 steady[steady.size() / 2], calls);
-    if (mode == "auto")
-      std::printf("; before it: the communicator's first call (one float, native) %.1f ms, the process's first auto "
+    if (configuration_first)
+      std::printf("; before it: the communicator's first call (one float, native) %.1f ms, the process's first "
                   "configuration (%g MiB) %.1f ms", set_up_ms[0], mib / 2, set_up_ms[1]);
     std::printf("\n");
   }

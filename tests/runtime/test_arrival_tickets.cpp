@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -72,9 +73,14 @@ TEST(ArrivalTickets, OneRankIsAlwaysInTime) {
 // test says. Returns every rank's decision.
 class ManualClockCall {
  public:
-  explicit ManualClockCall(int n) : n_(n), block_(n) {
+  // Each rank's clock notes that the rank read it: a rank reads it first as it enters a call,
+  // to stamp its arrival, so once every early rank has read it the clock may move.
+  explicit ManualClockCall(int n) : n_(n), block_(n), has_read_(new std::atomic<bool>[static_cast<std::size_t>(n)]) {
     for (int r = 0; r < n; ++r)
-      ranks_.emplace_back(block_.data(), n, r, [this] { return now_.load(std::memory_order_acquire); });
+      ranks_.emplace_back(block_.data(), n, r, [this, r] {
+        has_read_[static_cast<std::size_t>(r)].store(true, std::memory_order_release);
+        return now_.load(std::memory_order_acquire);
+      });
   }
   std::vector<Recorded> run(std::int64_t call, double grace_s, std::int64_t clock_at_last_arrival,
                             bool wait_for_early_decision, int expected_late = -1) {
@@ -82,17 +88,18 @@ class ManualClockCall {
     const std::vector<double> grace = {grace_s};
     std::atomic<int> returned{0};
     now_.store(base_);
+    for (int r = 0; r < n_; ++r) has_read_[static_cast<std::size_t>(r)].store(false);
     std::vector<std::thread> early;
-    std::atomic<int> entered{0};
     for (int r = 0; r + 1 < n_; ++r)
       early.emplace_back([&, r] {
-        entered.fetch_add(1);
         out[static_cast<std::size_t>(r)] =
             record(ranks_[static_cast<std::size_t>(r)].arrive(call, grace, 5.0, expected_late));
         returned.fetch_add(1);
       });
-    while (entered.load() < n_ - 1) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // every early rank holds its ticket
+    // Every early rank stamped its arrival at base_ (a rank between its stamp and its ticket
+    // counts as missing, so nothing is decided without it).
+    for (int r = 0; r + 1 < n_; ++r)
+      while (!has_read_[static_cast<std::size_t>(r)].load(std::memory_order_acquire)) std::this_thread::yield();
     now_.store(base_ + clock_at_last_arrival, std::memory_order_release);
     if (wait_for_early_decision)
       while (returned.load() < n_ - 1) std::this_thread::yield();
@@ -107,6 +114,7 @@ class ManualClockCall {
   Block block_;
   std::atomic<std::int64_t> now_{0};
   std::int64_t base_ = 1'000'000'000;
+  std::unique_ptr<std::atomic<bool>[]> has_read_;
   std::vector<ArrivalTickets> ranks_;
 };
 
