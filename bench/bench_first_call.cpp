@@ -118,6 +118,10 @@ int main(int argc, char** argv) {
     if (configuration_first)
       std::printf("; before it: the communicator's first call (one float, native) %.1f ms, the process's first "
                   "configuration (%g MiB) %.1f ms", set_up_ms[0], mib / 2, set_up_ms[1]);
+    double total = 0;
+    for (double t : times) total += t;
+    std::printf("; all %d calls %.1f ms:", calls + 1, total);
+    for (double t : times) std::printf(" %.0f", t);
     std::printf("\n");
   }
   MPI_Finalize();

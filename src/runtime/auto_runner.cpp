@@ -126,7 +126,7 @@ namespace {
 
 // The policy of one configuration: the model (two simulations per algorithm, at its first use),
 // the period, and one call per exchange when an exchange is cheap beside a call.
-StragglerPolicy make_policy(const RuntimeConfig& config, int lag, bool start_with_native, bool shared_clock, int nranks,
+StragglerPolicy make_policy(const RuntimeConfig& config, const Engine& engine, int lag, bool shared_clock, int nranks,
                             std::size_t bytes, const Options& base) {
   PolicyConfig pc;
   pc.shared_clock = shared_clock;
@@ -138,7 +138,8 @@ StragglerPolicy make_policy(const RuntimeConfig& config, int lag, bool start_wit
   pc.keep_trace = config.debug_trace;
   pc.initial_straggler = base.straggler;  // a hint: StragglAR's straggler until one is measured
   pc.first_call_synchronised = true;      // the configuration's first call follows the agreement
-  pc.start_with_native = start_with_native;
+  pc.start_with_native = engine.auto_starts_with_native();
+  pc.first_call_measures_native = engine.auto_first_call_measures_native();
   // Hosts, for hierarchical: only what the cost model says (CostModel::ranks_per_host,
   // the option); the runtime does not ask the launcher which ranks share a host.
   pc.ranks_per_host = base.cost->ranks_per_host;
@@ -154,8 +155,8 @@ AutoRunner::AutoRunner(Engine& engine, const RuntimeConfig& config, const char* 
                        DataType dtype, const Options& o, AutoHost& host, bool shared_clock)
     : timer_(engine.make_timer()), config_(config), api_(api), rank_(rank), nranks_(nranks),
       options_(with_auto_cost(o, engine)), count_(count), dtype_(dtype),
-      policy_(make_policy(config, timer_->measurement_lag(), engine.auto_starts_with_native(),
-                          shared_clock && timer_->entries_on_host_clock(), nranks, count * size_of(dtype), options_)),
+      policy_(make_policy(config, engine, timer_->measurement_lag(), shared_clock && timer_->entries_on_host_clock(), nranks,
+                          count * size_of(dtype), options_)),
       native_warm_ups_(engine.native_warm_ups()) {
   const std::vector<Algorithm>& candidates = policy_.config().candidates;
   may_run_native_ = std::find(candidates.begin(), candidates.end(), Algorithm::native) != candidates.end();

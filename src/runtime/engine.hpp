@@ -79,6 +79,11 @@ class Engine {
   // point-to-point rounds when nobody is late. Host engines start with the model's best
   // (docs/auto.md has the measurements).
   virtual bool auto_starts_with_native() const { return false; }
+  // Whether auto's first call of a configuration measures native (it has no model to rank it by).
+  // false: the first call runs the model's best, and native is measured later, its first run a
+  // first-use measurement (PolicyConfig::first_call_measures_native): for an engine whose native
+  // pays first-use costs at every new size, which a configuration called once then never pays.
+  virtual bool auto_first_call_measures_native() const { return true; }
   // How many untimed runs of the bounded native auto's first call of a configuration makes
   // before the one it measures (AutoHost::warm_up_native): enough that native's next
   // measurement, the one that counts, is warm (docs/auto.md "The first calls"). Two by default

@@ -151,9 +151,11 @@ void MpiEngine::reserve_native(std::size_t bytes, bool keeps_buffer) {
   if (native_stage_bytes_ >= want) return;
   // Never shrinks (the staging of the largest message so far).
   native_stage_ = std::make_unique_for_overwrite<std::byte[]>(want);
-  // Its pages faulted in now, when the configuration is made, not in its first call (cpu_device.hpp).
   advise_huge_pages(native_stage_.get(), want);
-  touch_pages(native_stage_.get(), want);
+  // The small staging's pages faulted in now, when the configuration is made, not in its first
+  // call (cpu_device.hpp). A large one is left to MPI_Iallreduce's first run, which pays its
+  // temporaries' first touch anyway and is measured again (auto's first call does not run it).
+  if (bytes <= kTransportNativeMaxBytes) touch_pages(native_stage_.get(), want);
   native_stage_bytes_ = want;
 }
 

@@ -27,7 +27,7 @@ StragglerPolicy::StragglerPolicy(PolicyConfig config, Predictor predictor)
   // No survey: from the first measured call on, the candidates are ranked by the model scaled to
   // what was measured, and only those that could be the best are probed.
   selection_.start(estimator_, targets());
-  probes_.probe_unmodelled(estimator_, targets(), selection_.incumbent());
+  if (config_.first_call_measures_native) probes_.probe_unmodelled(estimator_, targets(), selection_.incumbent());
   update_next();
 }
 

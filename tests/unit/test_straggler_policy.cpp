@@ -637,6 +637,37 @@ TEST(StragglerPolicy, AColdFirstCallDoesNotRuleNativeOut) {
     }
 }
 
+TEST(StragglerPolicy, WithoutNativeInTheFirstCallNativesFirstRunIsColdAndMeasuredAgain) {
+  // The MPI engine's form (first_call_measures_native false): the configuration's first call runs
+  // the model's best, so a configuration called once never pays native's first run at its size.
+  // Native is measured when the probes reach it, that first run 3x slow (MPI_Iallreduce's first
+  // touch of its temporaries), which must not rule it out: it is measured again and chosen.
+  Costs fast_native;
+  fast_native.native = 0.120;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    PolicyConfig cfg = config8();
+    cfg.first_call_synchronised = true;
+    cfg.first_call_measures_native = false;
+    cfg.exchange_every = 1;
+    Job job(cfg, model_predictor(fast_native), seed);
+    Noise z;
+    z.outlier_p = 0;
+    int native_runs = 0, native_late = 0, first_native_call = -1;
+    for (int i = 0; i < 40; ++i) {
+      Costs now = fast_native;
+      if (native_runs == 0) now.native = 3 * fast_native.native;  // native's first run
+      const bool native = job.call(World{}, now, z).algorithm == Algorithm::native;
+      if (native && native_runs == 0) first_native_call = i;
+      native_runs += native;
+      native_late += native && i >= 15;
+    }
+    EXPECT_GT(first_native_call, 0) << "seed " << seed << ": the first call ran native";
+    EXPECT_LE(first_native_call, cfg.period) << "seed " << seed << ": native measured within a block";
+    EXPECT_EQ(job.rank0().incumbent().algorithm, Algorithm::native) << "seed " << seed;
+    EXPECT_GE(native_late, 22) << "seed " << seed;  // of the last 25 calls
+  }
+}
+
 TEST(StragglerPolicy, OneSlowRunDoesNotRuleOutACandidateTheModelRanksLevelWithTheBest) {
   // Nobody late; the model cannot tell Ring from RHD (both 0.170 s) and Ring is in fact the
   // fastest (0.130 against RHD's 0.151), but Ring's one run is slow (1.4×: a loaded host's

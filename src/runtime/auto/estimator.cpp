@@ -93,14 +93,17 @@ void Estimator::add_window(const WindowExchange& exchange, const LateDetector& d
     // The configuration's first call, after the agreement: everyone had arrived, and it paid
     // first-use costs. A measurement at no delay, worth keeping only for a candidate that does
     // not depend on who is late (the first call runs one without a model: native).
-    const bool first_use = first + j == 0 && config_.first_call_synchronised;
-    if (first_use) {
+    const bool first_call = first + j == 0 && config_.first_call_synchronised;
+    if (first_call) {
       if (c.uses_straggler) continue;
       d = 0;
     }
+    // Native's first run, where it is not the first call's: it paid its own first-use costs.
+    const bool native_cold = !config_.first_call_measures_native && c.algorithm == Algorithm::native && c.samples.empty();
     const bool overlapped =
         c.uses_straggler && !c.uses_set && late == r.straggler && det.significant_gap(gap, det.call_exposed(j));
-    add_sample(c, {det.call_exposed(j), predict(Choice{c.algorithm, r.straggler, r.late}, d), block, first_use, overlapped});
+    add_sample(c, {det.call_exposed(j), predict(Choice{c.algorithm, r.straggler, r.late}, d), block, first_call || native_cold,
+                   overlapped});
   }
 }
 

@@ -19,7 +19,7 @@ struct Sample {
   double exposed_s;     // measured: the shortest in-call time of the call (exact on a shared clock)
   double predicted_s;   // the model at the overlap this choice could use in that call; NaN: none
   std::int64_t block;   // block it came in
-  bool first_use;       // taken in the configuration's first call (first-use costs): replaced by the next
+  bool first_use;       // the configuration's first call, or native's first run (first-use costs): replaced by the next
   bool overlapped;      // StragglAR-like: its straggler was the one late in that call (significantly)
 };
 

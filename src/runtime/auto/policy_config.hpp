@@ -53,6 +53,12 @@ struct PolicyConfig {
   // schedule is measured faster: the GPU engines' choice, where the native collective beats every
   // schedule of point-to-point rounds when nobody is late, and is what the user would run anyway.
   bool start_with_native = false;
+  // The configuration's first call measures native (no model ranks it). false: the first call runs
+  // the model's best; native is measured when the probes reach it, and its first run there is a
+  // first-use measurement, measured again. The MPI engine's choice: MPI_Iallreduce's first run at
+  // a size pays first-use costs of its own, which a configuration called once then never pays
+  // (docs/auto.md "The first calls").
+  bool first_call_measures_native = true;
   // The straggler StragglAR is told until a late rank is measured (the caller's hint,
   // Options::straggler); -1: rank nranks-1.
   int initial_straggler = -1;
