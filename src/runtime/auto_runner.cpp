@@ -203,7 +203,8 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s, ArrivalTickets* ticket
   // and the decision it brings is taken before this call picks — as if it had ended right away.
   if (in_flight_ && timer.exchange_ends_at_next_call()) finish_exchange(host, timeout_s);
   const bool first_call = policy_.calls_begun() == 0;
-  // The configuration's first call follows the agreement (nobody late) and measures native:
+  // The configuration's first call follows the agreement (nobody late) and measures native (on
+  // MPI the model's best: PolicyConfig::first_call_measures_native):
   // tickets from the next call on. Their graces (simulations) and the report's window are made
   // in the first call, with the configuration's other memory: later calls allocate nothing.
   if (tickets && first_call && !arrivals_) {
@@ -225,7 +226,7 @@ Choice AutoRunner::call(AutoHost& host, double timeout_s, ArrivalTickets* ticket
   }
   const Choice c = policy_.begin_call();
   const Plan* plan = plan_for(host, c);
-  // The first call measures native (docs/auto.md "The first calls"). That first-use sample is
+  // Where the first call measures native (docs/auto.md "The first calls"), that first-use sample is
   // replaced by native's next measurement (Sample::first_use), which must be warm: an engine
   // whose native is slow in its first runs at a size warms it up here, before the timer, on
   // memory the caller does not read (Engine::native_warm_ups, AutoHost::warm_up_native).

@@ -348,7 +348,7 @@ std::int64_t Session::set_up_auto(const Options& o, bool in_place_whole, std::si
       else if (cfg.automatic->may_run_native())
         engine_.reserve(/*native_bytes=*/bytes, /*native_keeps_buffer=*/false, /*agreement_values=*/0);
       trace.mark("auto's native memory");
-      // Its first call measures native after warm-ups (AutoRunner::call), on memory the caller
+      // Where its first call measures native, after warm-ups (AutoRunner::call), on memory the caller
       // does not read (AutoCall::warm_up_native). Only a call in place without the session's
       // kept copy needs memory of its own: made now, so that the agreement can tell whether
       // every rank has it.
