@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 namespace stragglar::detail {
 
@@ -23,7 +24,8 @@ constexpr int kMaxLate = 2;
 
 ArrivalChoice::ArrivalChoice(int nranks, const Predictor& predict, const std::vector<Algorithm>& candidates)
     : n_(nranks), recent_late_(kRecent, -1), window_(static_cast<std::size_t>(kWindow) * static_cast<std::size_t>(nranks)),
-      late_count_(static_cast<std::size_t>(nranks)), delay_s_(kWindow, 0.0), scores_(static_cast<std::size_t>(nranks)) {
+      late_count_(static_cast<std::size_t>(nranks)), delay_s_(kWindow, 0.0), row_last_(kWindow, -1),
+      last_count_(static_cast<std::size_t>(nranks)), scores_(static_cast<std::size_t>(nranks)) {
   window_set_.reserve(static_cast<std::size_t>(nranks));
   const double late_for_ever = 1e4;
   double symmetric = INFINITY;
@@ -53,7 +55,7 @@ std::optional<Choice> ArrivalChoice::arrive(ArrivalTickets& tickets, double time
   // decisions, so every rank expects the same rank next.
   recent_late_[static_cast<std::size_t>(recent_pos_)] = d.late.size() == 1 ? d.late.front() : -1;
   recent_pos_ = (recent_pos_ + 1) % kRecent;
-  note_window(d.late, d.previous_delay_s);
+  note_window(d);
   expected_late_ = -1;
   for (int r : recent_late_)
     if (r >= 0 && 2 * std::count(recent_late_.begin(), recent_late_.end(), r) > kRecent) expected_late_ = r;
@@ -73,14 +75,22 @@ std::optional<Choice> ArrivalChoice::arrive(ArrivalTickets& tickets, double time
   return Choice{Algorithm::stragglar_k, -1, *known};
 }
 
-void ArrivalChoice::note_window(std::span<const int> late, double previous_delay_s) {
+void ArrivalChoice::note_window(const ArrivalDecision& d) {
   const auto n = static_cast<std::size_t>(n_);
-  if (window_fill_ > 0) delay_s_[static_cast<std::size_t>((window_pos_ + kWindow - 1) % kWindow)] = previous_delay_s;
-  delay_s_[static_cast<std::size_t>(window_pos_)] = 0;
-  std::uint8_t* row = window_.data() + static_cast<std::size_t>(window_pos_) * n;
+  const auto pos = static_cast<std::size_t>(window_pos_);
+  if (window_fill_ > 0) {  // the previous row's late ranks have all arrived since
+    const auto previous = static_cast<std::size_t>((window_pos_ + kWindow - 1) % kWindow);
+    delay_s_[previous] = d.previous_delay_s;
+    row_last_[previous] = d.previous_last_late;
+    if (d.previous_last_late >= 0) ++last_count_[static_cast<std::size_t>(d.previous_last_late)];
+  }
+  delay_s_[pos] = 0;
+  if (row_last_[pos] >= 0) --last_count_[static_cast<std::size_t>(row_last_[pos])];
+  row_last_[pos] = -1;
+  std::uint8_t* row = window_.data() + pos * n;
   for (std::size_t r = 0; r < n; ++r) late_count_[r] -= row[r];
   std::fill(row, row + n, std::uint8_t{0});
-  for (int r : late) {
+  for (int r : d.late) {
     row[static_cast<std::size_t>(r)] = 1;
     ++late_count_[static_cast<std::size_t>(r)];
   }
@@ -91,15 +101,17 @@ void ArrivalChoice::note_window(std::span<const int> late, double previous_delay
     scores_[r] = static_cast<double>(late_count_[r]) / window_fill_;
     if (2 * late_count_[r] > window_fill_) window_set_.push_back(static_cast<int>(r));
   }
-  // The late rank: of those, the one late most often, when no other was late as often (a rank
-  // that finished the previous call last can be late beside a persistent straggler).
+  // The late rank: of those, the one late most often, then the one that came last of its call's
+  // late ranks most often; none on a tie. (On a host with more ranks than CPUs, a rank the
+  // scheduler delays can be late beside a persistent straggler in most calls.)
   window_late_rank_ = -1;
-  int most = 0;
   bool tie = false;
+  const auto key = [this](int r) {
+    return std::pair{late_count_[static_cast<std::size_t>(r)], last_count_[static_cast<std::size_t>(r)]};
+  };
   for (int r : window_set_) {
-    const int count = late_count_[static_cast<std::size_t>(r)];
-    tie = count == most || (tie && count < most);
-    if (count > most) most = count, window_late_rank_ = r;
+    if (window_late_rank_ < 0 || key(r) > key(window_late_rank_)) window_late_rank_ = r, tie = false;
+    else if (key(r) == key(window_late_rank_)) tie = true;
   }
   if (tie) window_late_rank_ = -1;
   if (window_set_.size() == 1) window_set_.clear();

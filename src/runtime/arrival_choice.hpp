@@ -39,7 +39,8 @@ class ArrivalChoice {
   // decisions): the report's view when the tickets, not the policy, handled the late ranks.
   // Per rank, the fraction of those calls that went on without it, in [0, 1].
   const std::vector<double>& late_scores() const noexcept { return scores_; }
-  // Of the ranks late in more than half of them, the one late in the most, −1: none or a tie.
+  // Of the ranks late in more than half of them, the one late in the most (then: the one that
+  // came last of its call's late ranks most often), −1: none or a tie.
   int window_late_rank() const noexcept { return window_late_rank_; }
   // The ranks each late in more than half of them, when two or more; empty: none (or one).
   const std::vector<int>& window_late_set() const noexcept { return window_set_; }
@@ -63,10 +64,12 @@ class ArrivalChoice {
   int expected_late_ = -1;
   std::int64_t calls_ = 0, late_calls_ = 0;
   // The report's window (sized at construction: a call allocates nothing for it).
-  void note_window(std::span<const int> late, double previous_delay_s);
+  void note_window(const ArrivalDecision& d);
   std::vector<std::uint8_t> window_;  // kWindow rows of n: 1 where the rank was late
   std::vector<int> late_count_;       // per rank, over the window's rows
   std::vector<double> delay_s_;       // per row: its late ranks' delay, 0 until measured
+  std::vector<int> row_last_;         // per row: which of its late ranks came last, −1 until known
+  std::vector<int> last_count_;       // per rank, over the window's rows: times it came last
   std::vector<double> scores_;
   std::vector<int> window_set_;
   int window_pos_ = 0, window_fill_ = 0, window_late_rank_ = -1;

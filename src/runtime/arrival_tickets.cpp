@@ -122,21 +122,28 @@ bool ArrivalTickets::try_decide(std::int64_t call, std::span<const double> grace
 
 // late_ still holds the previous call's late ranks, the same on every rank. Every rank entered
 // that call (this one left it), and none has entered the next of this parity yet.
-double ArrivalTickets::previous_delay_s(std::int64_t call) const noexcept {
-  if (call == 0 || last_call_ != call - 1 || late_.empty()) return 0;
-  std::int64_t others = 0, first_late = INT64_MAX;
+ArrivalTickets::PreviousLate ArrivalTickets::previous_late(std::int64_t call) const noexcept {
+  if (call == 0 || last_call_ != call - 1 || late_.empty()) return {};
+  std::int64_t others = 0, first_late = INT64_MAX, last_late = -1;
+  PreviousLate p;
   for (int r = 0; r < n_; ++r) {
     const auto at = static_cast<std::int64_t>(arrival_ns(r, call - 1).load(std::memory_order_relaxed));
-    if (std::binary_search(late_.begin(), late_.end(), r)) first_late = std::min(first_late, at);
-    else others = std::max(others, at);
+    if (!std::binary_search(late_.begin(), late_.end(), r)) {
+      others = std::max(others, at);
+      continue;
+    }
+    first_late = std::min(first_late, at);
+    if (at > last_late) last_late = at, p.last = r;
   }
-  return static_cast<double>(std::max<std::int64_t>(0, first_late - others)) * 1e-9;
+  p.delay_s = static_cast<double>(std::max<std::int64_t>(0, first_late - others)) * 1e-9;
+  return p;
 }
 
-ArrivalDecision ArrivalTickets::read(std::int64_t call, std::uint64_t word, int ticket, double previous_delay_s) {
+ArrivalDecision ArrivalTickets::read(std::int64_t call, std::uint64_t word, int ticket, PreviousLate previous) {
   ArrivalDecision d;
   d.ticket = ticket;
-  d.previous_delay_s = previous_delay_s;
+  d.previous_delay_s = previous.delay_s;
+  d.previous_last_late = previous.last;
   late_.clear();
   if (kind_of(word) == kLateSet) {
     const Word* mask = proposal(call, proposer_of(word));
@@ -155,7 +162,7 @@ ArrivalDecision ArrivalTickets::arrive(std::int64_t call, std::span<const double
     throw Error(ErrorCode::InvalidUsage, "arrival tickets: call " + std::to_string(call) + " is out of range");
   const std::int64_t now = clock_();
   arrival_ns(rank_, call).store(static_cast<std::uint64_t>(now), std::memory_order_relaxed);
-  const double previous = previous_delay_s(call);
+  const PreviousLate previous = previous_late(call);
   last_call_ = call;
   entered(rank_).store(static_cast<std::uint64_t>(call + 1), std::memory_order_release);
   const auto base = static_cast<std::uint64_t>(call) * static_cast<std::uint64_t>(n_);

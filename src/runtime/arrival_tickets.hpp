@@ -41,6 +41,8 @@ struct ArrivalDecision {
   // the others the first of them arrived, in seconds; 0 when that call had none or there is no
   // previous call. The same on every rank: every rank reads the same arrivals.
   double previous_delay_s = 0;
+  // And which of them arrived last (−1: none), the same on every rank.
+  int previous_last_late = -1;
 };
 
 // Nanoseconds on a clock every rank of the block reads (CLOCK_MONOTONIC on one host).
@@ -84,8 +86,12 @@ class ArrivalTickets {
   Word* proposal(std::int64_t call, int proposer) const noexcept;       // bitset of late ranks
 
   bool try_decide(std::int64_t call, std::span<const double> grace_s, int expected_late, std::uint64_t empty);
-  ArrivalDecision read(std::int64_t call, std::uint64_t word, int ticket, double previous_delay_s);
-  double previous_delay_s(std::int64_t call) const noexcept;
+  struct PreviousLate {
+    double delay_s = 0;  // ArrivalDecision::previous_delay_s
+    int last = -1;       // ArrivalDecision::previous_last_late
+  };
+  ArrivalDecision read(std::int64_t call, std::uint64_t word, int ticket, PreviousLate previous);
+  PreviousLate previous_late(std::int64_t call) const noexcept;
   std::uint64_t word_of(std::int64_t call, bool all_in_time, int proposer) const noexcept;
 
   Word* words_;
@@ -94,7 +100,7 @@ class ArrivalTickets {
   ArrivalClock clock_;
   bool sleep_while_waiting_;  // more ranks than this process's CPUs
   std::int64_t next_call_ = 0;
-  std::int64_t last_call_ = -1;  // the call of late_ (previous_delay_s reads only the one before)
+  std::int64_t last_call_ = -1;  // the call of late_ (previous_late reads only the one before)
   std::vector<int> late_;     // the decision's late ranks
   std::vector<int> missing_;  // scratch of try_decide
 };

@@ -630,21 +630,18 @@ TEST(Session, AutoNamesTheLateRankAndEveryRankRunsTheSameChoice) {
   for (const std::string& e : errors) ASSERT_EQ(e, "");
   for (int r = 1; r < n; ++r) EXPECT_EQ(choices[0], choices[static_cast<std::size_t>(r)]) << "rank " << r;
   // With more rank threads than CPUs, a rank descheduled past the grace (or the one that finished
-  // the previous call last) is late beside rank 2 in many calls: the report then holds both in
-  // late_set, and late_rank names the one late most often, rank 2 unless the other was late in
-  // every call too.
+  // the previous call last) can be late beside rank 2 in most calls: the report then holds both in
+  // late_set, and late_rank names the one late most often, then the one that came last most often.
   for (const StragglerReport& rep : reports) {
     EXPECT_TRUE(rep.active);
     EXPECT_EQ(rep.calls, calls);
+    EXPECT_EQ(rep.late_rank, late);
     ASSERT_EQ(rep.scores.size(), static_cast<std::size_t>(n));
-    const bool in_set = std::find(rep.late_set.begin(), rep.late_set.end(), late) != rep.late_set.end();
-    EXPECT_TRUE(rep.late_rank == late || (rep.late_rank == -1 && in_set)) << "late_rank " << rep.late_rank;
     for (int r = 0; r < n; ++r) {
       EXPECT_GE(rep.scores[static_cast<std::size_t>(r)], 0.0);
       EXPECT_LE(rep.scores[static_cast<std::size_t>(r)], 1.0);
       if (r != late) {
-        if (rep.late_rank == late) EXPECT_GT(rep.scores[late], rep.scores[static_cast<std::size_t>(r)]);
-        else EXPECT_GE(rep.scores[late], rep.scores[static_cast<std::size_t>(r)]);
+        EXPECT_GE(rep.scores[late], rep.scores[static_cast<std::size_t>(r)]);
       }
     }
   }
