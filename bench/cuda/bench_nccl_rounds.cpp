@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "../../tests/gpu/cuda_presence.hpp"
-#include "../../tests/gpu/shared_gpu_env.hpp"
+#include "../../tests/gpu/mpi_gpu_place.hpp"
 #include "cuda_check.hpp"
 #include "cuda_device.hpp"
 #include "nccl_transport.hpp"
@@ -191,34 +191,24 @@ int main(int argc, char** argv) {
 
   // Without a GPU nothing is measured, and the exit says so (77), never 0; any other CUDA error fails.
   const gpu_test::CudaPresence gpu = gpu_test::cuda_presence();
-  int state = gpu.kind == gpu_test::CudaPresence::present ? 0 : gpu.kind == gpu_test::CudaPresence::absent ? 1 : 2;
-  int worst = 0;
-  MPI_Allreduce(&state, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (worst != 0) {
-    if (state == 2) std::fprintf(stderr, "[rank %d] %s: %s\n", rank, tool, gpu.detail.c_str());
-    if (worst == 1 && rank == 0)
+  const gpu_test::GpuPlace place = gpu_test::place_on_gpu(gpu, rank, "bench-nccl-rounds-host");
+  if (place.worst != 0) {
+    if (gpu.kind == gpu_test::CudaPresence::error) std::fprintf(stderr, "[rank %d] %s: %s\n", rank, tool, gpu.detail.c_str());
+    if (place.worst == 1 && rank == 0)
       std::fprintf(stderr, "%s: no CUDA device (%s): nothing measured; it needs a GPU\n", tool, gpu.detail.c_str());
     MPI_Finalize();
-    return worst == 1 ? 77 : 2;
+    return place.worst == 1 ? 77 : 2;
   }
-  MPI_Comm local;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
-  int local_rank = 0, local_size = 1;
-  MPI_Comm_rank(local, &local_rank);
-  MPI_Comm_size(local, &local_size);
-  const bool shared = local_size > gpu.devices;
-  if (shared) gpu_test::share_gpu_over_loopback("bench-nccl-rounds-host" + std::to_string(rank));
-  const int device = local_rank % gpu.devices;
+  const int device = place.device;
   const int rc = bench::run_round_bench_job(o, tool, [&]() -> std::unique_ptr<bench::RoundBackend> {
     STRAGGLAR_CUDA_CHECK(cudaSetDevice(device));
     return std::make_unique<NcclBackend>(
         rank, device,
-        shared ? "NCCL over loopback sockets, " + std::to_string(local_size) + " ranks sharing " +
+        place.shared ? "NCCL over loopback sockets, " + std::to_string(place.local_size) + " ranks sharing " +
                      std::to_string(gpu.devices) + " GPU(s)"
                : "NCCL (default transports)",
         o.call_timeout_s);
   });
-  MPI_Comm_free(&local);
   MPI_Finalize();
   return rc;
 }

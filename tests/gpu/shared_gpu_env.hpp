@@ -1,4 +1,4 @@
-// More NCCL ranks than GPUs on one machine (the GPU tests, stragglar-bench-gpu, bench_nccl_rounds):
+// More NCCL ranks than GPUs on one machine (through mpi_gpu_place.hpp: the GPU test, stragglar-bench-gpu, bench_nccl_rounds):
 // NCCL refuses two ranks of a communicator on one GPU of one host, so every rank is made to look
 // like its own host, joined by sockets over loopback (docs/gpu.md "Tests"). Call before NCCL is
 // first used; the settings a user gave are kept, except the host id, which must differ per rank.

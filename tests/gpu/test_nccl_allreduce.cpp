@@ -66,7 +66,7 @@
 
 #include "cuda_check.hpp"
 #include "cuda_presence.hpp"
-#include "shared_gpu_env.hpp"
+#include "mpi_gpu_place.hpp"
 #include "kernels.hpp"
 #include "nccl_front.hpp"
 #include "runtime/element.hpp"
@@ -836,11 +836,6 @@ void late_rank() {
                 kLateCall, kCalls, limit, errors == 0 ? "every call succeeded" : "FAILED", took);
 }
 
-void shared_gpu_env(int local_size, int ngpus) {
-  if (local_size <= ngpus) return;
-  gpu_test::share_gpu_over_loopback("stragglar-test-host" + std::to_string(g_rank));  // more ranks than GPUs
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -867,25 +862,17 @@ int main(int argc, char** argv) {
 
   // Skip only without a GPU; any other CUDA error fails (tests/gpu/cuda_presence.hpp).
   const gpu_test::CudaPresence gpu = gpu_test::cuda_presence();
-  int state = gpu.kind == gpu_test::CudaPresence::present ? 0 : gpu.kind == gpu_test::CudaPresence::absent ? 1 : 2;
-  int worst = 0;
-  MPI_Allreduce(&state, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (worst != 0) {
-    if (state == 2) std::fprintf(stderr, "[rank %d] FAIL: %s\n", g_rank, gpu.detail.c_str());
-    if (worst == 1 && g_rank == 0) std::printf("no CUDA device: skipped (%s)\n", gpu.detail.c_str());
+  const gpu_test::GpuPlace place = gpu_test::place_on_gpu(gpu, g_rank, "stragglar-test-host");
+  if (place.worst != 0) {
+    if (gpu.kind == gpu_test::CudaPresence::error) std::fprintf(stderr, "[rank %d] FAIL: %s\n", g_rank, gpu.detail.c_str());
+    if (place.worst == 1 && g_rank == 0) std::printf("no CUDA device: skipped (%s)\n", gpu.detail.c_str());
     MPI_Finalize();
-    return worst == 1 ? kSkip : 1;
+    return place.worst == 1 ? kSkip : 1;
   }
-  MPI_Comm local;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &local);
-  int local_rank = 0, local_size = 1;
-  MPI_Comm_rank(local, &local_rank);
-  MPI_Comm_size(local, &local_size);
-  shared_gpu_env(local_size, gpu.devices);
-  CK_CUDA(cudaSetDevice(local_rank % gpu.devices));
+  CK_CUDA(cudaSetDevice(place.device));
   if (g_rank == 0)
     std::printf("test_nccl_allreduce %s: %d ranks, %d GPU(s) per node, %d ranks per node%s\n", mode.c_str(), g_n,
-                gpu.devices, local_size, local_size > gpu.devices ? " (shared GPU: NCCL over loopback sockets)" : "");
+                gpu.devices, place.local_size, place.shared ? " (shared GPU: NCCL over loopback sockets)" : "");
   std::fflush(stdout);
   const auto start = Clock::now();
 
@@ -944,7 +931,6 @@ int main(int argc, char** argv) {
     std::printf("test_nccl_allreduce n=%d %s: %ld checks, %ld failures, %.1f s: %s\n", g_n, mode.c_str(), checked,
                 failures, seconds_since(start), failures == 0 ? "PASSED" : "FAILED");
   }
-  MPI_Comm_free(&local);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
 }

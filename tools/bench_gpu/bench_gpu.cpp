@@ -19,7 +19,7 @@
 #include <string>
 
 #include "../../tests/gpu/cuda_presence.hpp"
-#include "../../tests/gpu/shared_gpu_env.hpp"
+#include "../../tests/gpu/mpi_gpu_place.hpp"
 #include "cuda_check.hpp"
 #include "bench_runner.hpp"
 #include "kernels.hpp"
@@ -144,27 +144,18 @@ int main(int argc, char** argv) {
 
   // Skip only without a GPU (tests/gpu/cuda_presence.hpp); any other CUDA error fails.
   const gpu_test::CudaPresence gpu = gpu_test::cuda_presence();
-  int state = gpu.kind == gpu_test::CudaPresence::present ? 0 : gpu.kind == gpu_test::CudaPresence::absent ? 1 : 2;
-  int worst = 0;
-  MPI_Allreduce(&state, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (worst != 0) {
-    if (state == 2) std::fprintf(stderr, "[rank %d] %s: %s\n", rank, kTool.name, gpu.detail.c_str());
-    if (worst == 1 && rank == 0) std::printf("no CUDA device: skipped (%s)\n", gpu.detail.c_str());
+  const gpu_test::GpuPlace place = gpu_test::place_on_gpu(gpu, rank, "stragglar-bench-host");
+  if (place.worst != 0) {
+    if (gpu.kind == gpu_test::CudaPresence::error) std::fprintf(stderr, "[rank %d] %s: %s\n", rank, kTool.name, gpu.detail.c_str());
+    if (place.worst == 1 && rank == 0) std::printf("no CUDA device: skipped (%s)\n", gpu.detail.c_str());
     MPI_Finalize();
-    return worst == 1 ? 77 : 2;  // 77: skipped (CTest's SKIP_RETURN_CODE), never a pass
+    return place.worst == 1 ? 77 : 2;  // 77: skipped (CTest's SKIP_RETURN_CODE), never a pass
   }
-  MPI_Comm local;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
-  int local_rank = 0, local_size = 1;
-  MPI_Comm_rank(local, &local_rank);
-  MPI_Comm_size(local, &local_size);
-  const bool shared = local_size > gpu.devices;
-  if (shared) gpu_test::share_gpu_over_loopback("stragglar-bench-host" + std::to_string(rank));
-  const std::string transport = shared ? "NCCL over loopback sockets, " + std::to_string(gpu.devices) + " GPU shared"
+  const std::string transport = place.shared ? "NCCL over loopback sockets, " + std::to_string(gpu.devices) + " GPU shared"
                                        : "NCCL (default transports)";
   int rc = 0;
   try {
-    STRAGGLAR_CUDA_CHECK(cudaSetDevice(local_rank % gpu.devices));
+    STRAGGLAR_CUDA_CHECK(cudaSetDevice(place.device));
     ncclUniqueId id;
     if (rank == 0) STRAGGLAR_NCCL_CHECK(ncclGetUniqueId(&id));
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -188,7 +179,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "[rank %d] %s: %s\n", rank, kTool.name, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  MPI_Comm_free(&local);
   MPI_Finalize();
   return rc;
 }
